@@ -1,0 +1,81 @@
+# kmirror — `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+export KMIRROR_CACHE ?= $(HOME)/.cache/kmirror
+VENV := .venv
+PY := $(VENV)/bin/python
+PYTEST := $(VENV)/bin/pytest
+# Tests that need nothing but Python run first: a broken config parser fails in seconds.
+PYTEST_ARGS ?=
+
+.PHONY: help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
+        test-chart test-spark test-image test-faults demo clusters-up clusters-down clusters-status \
+        image image-inputs bench bench-smoke chart-docs clean
+
+help: ## List the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}'
+
+setup: venv jars go-tools system-deps ## Install everything the tests need (idempotent; seconds when warm)
+
+venv: $(VENV)/.installed ## Python venv with both packages and the dev tools (hash-locked)
+$(VENV)/.installed: requirements/dev.lock pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --require-hashes -r requirements/dev.lock
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $@
+
+jars: ## Kafka broker, MirrorMaker 2 and spark-sql-kafka jars from Maven Central into the cache
+	@scripts/resolve-jars
+
+go-tools: ## helm, ct and kubeconform built from the Go module proxy into the cache
+	@scripts/build-go-tools
+
+system-deps: ## podman, runc, debootstrap from Debian (for the image tests)
+	@scripts/system-deps
+
+lint: venv ## ruff lint + format check
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: venv ## mypy --strict on both packages
+	$(VENV)/bin/mypy
+
+test: setup lint typecheck ## The whole suite: lint, types, unit, integration, chart, spark, image
+	scripts/with-clusters $(PYTEST) -m "not slow and not k8s" $(PYTEST_ARGS)
+
+test-unit: venv ## Pure-logic tests, no broker
+	$(PYTEST) -m unit $(PYTEST_ARGS)
+
+test-integration: setup ## Integration tests against the two local clusters
+	scripts/with-clusters $(PYTEST) -m integration $(PYTEST_ARGS)
+
+test-faults: setup ## The full fault-injection suite (long)
+	KMIRROR_FAULTS=full scripts/with-clusters $(PYTEST) -m slow $(PYTEST_ARGS)
+
+demo: setup ## Mirror sample topics between two embedded clusters, validate, summarise
+	$(PY) scripts/demo.py
+
+clusters-up: jars venv ## Start the local `source` (19092) and `target` (29092) clusters
+	$(PY) scripts/kafka-local up
+
+clusters-down: ## Stop the local clusters and remove their data
+	$(PY) scripts/kafka-local down
+
+clusters-status: ## Show which local clusters run
+	$(PY) scripts/kafka-local status
+
+image-inputs: venv jars ## Hash-checked wheelhouse and jar directory for offline image builds
+	scripts/image-inputs
+
+image: image-inputs system-deps ## Build the `mirror` and `validate` images with podman
+	scripts/build-image
+
+bench: setup ## Full benchmark: kmirror vs Apache MirrorMaker 2 (about 20 minutes)
+	$(PY) -m scripts.bench.run --full
+
+bench-smoke: setup ## A few thousand records through every contender
+	$(PY) -m scripts.bench.run --smoke
+
+clean: ## Remove the venv and build leftovers (the cache stays)
+	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache
