@@ -1,4 +1,5 @@
-"""The one configuration model and the dialects (MirrorMaker 1, MirrorMaker 2, KUDO) that feed it."""
+"""The one configuration model and the dialects (MirrorMaker 1, MirrorMaker 2, KUDO) that
+feed it."""
 
 from kmirror.config.model import (
     ClusterConfig,

@@ -24,65 +24,114 @@ class EnvVar:
 
 def _side(prefix: str, who: str) -> list[EnvVar]:
     return [
-        EnvVar(f"{prefix}_SECURITY_PROTOCOL", f"{who}: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
-               "PLAINTEXT"),
+        EnvVar(
+            f"{prefix}_SECURITY_PROTOCOL",
+            f"{who}: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+            "PLAINTEXT",
+        ),
         EnvVar(f"{prefix}_SASL_MECHANISM", f"{who}: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", ""),
         EnvVar(f"{prefix}_SASL_USERNAME", f"{who}: SASL user name", ""),
-        EnvVar(f"{prefix}_SASL_PASSWORD_FILE", f"{who}: file holding the SASL password", "",
-               secret_file=True),
-        EnvVar(f"{prefix}_SSL_CA_LOCATION", f"{who}: PEM file of the CA that signed the brokers",
-               ""),
+        EnvVar(
+            f"{prefix}_SASL_PASSWORD_FILE",
+            f"{who}: file holding the SASL password",
+            "",
+            secret_file=True,
+        ),
+        EnvVar(
+            f"{prefix}_SSL_CA_LOCATION", f"{who}: PEM file of the CA that signed the brokers", ""
+        ),
         EnvVar(f"{prefix}_SSL_CERTIFICATE_LOCATION", f"{who}: PEM client certificate (mTLS)", ""),
         EnvVar(f"{prefix}_SSL_KEY_LOCATION", f"{who}: PEM client private key (mTLS)", ""),
-        EnvVar(f"{prefix}_SSL_KEY_PASSWORD_FILE", f"{who}: file holding the key's password", "",
-               secret_file=True),
-        EnvVar(f"{prefix}_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM",
-               f"{who}: 'https' verifies the broker host name, 'none' does not", "https"),
+        EnvVar(
+            f"{prefix}_SSL_KEY_PASSWORD_FILE",
+            f"{who}: file holding the key's password",
+            "",
+            secret_file=True,
+        ),
+        EnvVar(
+            f"{prefix}_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM",
+            f"{who}: 'https' verifies the broker host name, 'none' does not",
+            "https",
+        ),
     ]
 
 
 ENV_VARS: tuple[EnvVar, ...] = (
     # Seed names (the MirrorMaker-on-Kubernetes recipe users already run).
     EnvVar("SOURCE_CLUSTER_BOOTSTRAP_SERVERS", "Source cluster bootstrap servers (host:port,...)"),
-    EnvVar("SOURCE_CLUSTER_CONSUMER_GROUP", "Consumer group the mirror uses on the source",
-           "kmirror"),
+    EnvVar(
+        "SOURCE_CLUSTER_CONSUMER_GROUP", "Consumer group the mirror uses on the source", "kmirror"
+    ),
     EnvVar("SINK_CLUSTER_BOOTSTRAP_SERVERS", "Target cluster bootstrap servers (host:port,...)"),
     EnvVar("WHITELISTED_TOPICS", "Topics to mirror: regex or comma-separated list", ".*"),
     EnvVar("BLACKLISTED_TOPICS", "Topics never to mirror: regex or comma-separated list", ""),
     EnvVar("NUM_STREAMS", "Consumer/producer worker processes per replica", "1"),
     EnvVar("LOG_LEVEL", "Root log level: DEBUG, INFO, WARN, ERROR", "INFO"),
     # KUDO operator parameter names (this cluster + external cluster).
-    EnvVar("MIRROR_MAKER_THIS_BOOTSTRAP_SERVERS",
-           "KUDO style: bootstrap servers of the cluster the mirror runs beside"),
-    EnvVar("MIRROR_MAKER_EXTERNAL_BOOTSTRAP_SERVERS",
-           "KUDO style: bootstrap servers of the other cluster"),
-    EnvVar("MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE",
-           "KUDO style: SOURCE (external is the source) or DESTINATION (external is the target)"),
-    EnvVar("MIRROR_MAKER_TOPIC_WHITELIST", "KUDO style: topics to mirror (overrides "
-           "WHITELISTED_TOPICS)"),
+    EnvVar(
+        "MIRROR_MAKER_THIS_BOOTSTRAP_SERVERS",
+        "KUDO style: bootstrap servers of the cluster the mirror runs beside",
+    ),
+    EnvVar(
+        "MIRROR_MAKER_EXTERNAL_BOOTSTRAP_SERVERS",
+        "KUDO style: bootstrap servers of the other cluster",
+    ),
+    EnvVar(
+        "MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE",
+        "KUDO style: SOURCE (external is the source) or DESTINATION (external is the target)",
+    ),
+    EnvVar(
+        "MIRROR_MAKER_TOPIC_WHITELIST",
+        "KUDO style: topics to mirror (overrides WHITELISTED_TOPICS)",
+    ),
     EnvVar("MIRROR_MAKER_NUM_STREAMS", "KUDO style: number of streams (overrides NUM_STREAMS)"),
     EnvVar("MIRROR_MAKER_OFFSET_COMMIT_INTERVAL", "Offset commit interval in ms", "60000"),
-    EnvVar("MIRROR_MAKER_ABORT_ON_SEND_FAILURE",
-           "true: exit non-zero when the target refuses a record; false: retry forever", "true"),
+    EnvVar(
+        "MIRROR_MAKER_ABORT_ON_SEND_FAILURE",
+        "true: exit non-zero when the target refuses a record; false: retry forever",
+        "true",
+    ),
     # Security, per side. Passwords only ever come from files (mounted secrets).
     *_side("SOURCE_CLUSTER", "Source"),
     *_side("SINK_CLUSTER", "Target"),
     # kmirror's own knobs.
-    EnvVar("KMIRROR_RENAME_POLICY", "identity (same names) or prefix (<alias>.<topic>, like MM2)",
-           "identity"),
+    EnvVar(
+        "KMIRROR_RENAME_POLICY",
+        "identity (same names) or prefix (<alias>.<topic>, like MM2)",
+        "identity",
+    ),
     EnvVar("KMIRROR_SOURCE_ALIAS", "Alias used by the prefix rename policy", "source"),
     EnvVar("KMIRROR_PARTITIONING", "same (source partition number) or hash (re-partition)", "same"),
-    EnvVar("KMIRROR_REPLICATION_FACTOR", "Replication factor of topics created on the target "
-           "(-1 = broker default)", "-1"),
+    EnvVar(
+        "KMIRROR_REPLICATION_FACTOR",
+        "Replication factor of topics created on the target (-1 = broker default)",
+        "-1",
+    ),
     EnvVar("KMIRROR_METRICS_PORT", "Port of /metrics, /healthz and /readyz (0 disables)", "9404"),
     EnvVar("KMIRROR_LOG_FORMAT", "text or json (one JSON object per line)", "text"),
     EnvVar("KMIRROR_EXTRA_CONSUMER_PROPERTIES", "Extra consumer .properties lines, appended", ""),
     EnvVar("KMIRROR_EXTRA_PRODUCER_PROPERTIES", "Extra producer .properties lines, appended", ""),
     EnvVar("KMIRROR_STRICT", "true: every configuration warning is an error", "false"),
     EnvVar("KMIRROR_ENV_FILE", "Optional .env file loaded before rendering", "/etc/kmirror/.env"),
-    EnvVar("KMIRROR_TEMPLATE_DIR", "Directory of the config templates (mount your own here)",
-           "built-in templates"),
+    EnvVar(
+        "KMIRROR_TEMPLATE_DIR",
+        "Directory of the config templates (mount your own here)",
+        "built-in templates",
+    ),
     EnvVar("KMIRROR_CONFIG_DIR", "Writable directory the rendered files go to", "/tmp/kmirror"),
+    # The validation job (kmirror-validate).
+    EnvVar(
+        "KMIRROR_SPARK_JARS",
+        "kmirror-validate: directory of the spark-sql-kafka-0-10 "
+        "connector jars (the validate image sets it)",
+        "",
+    ),
+    EnvVar(
+        "KMIRROR_CACHE",
+        "Development cache (jars, local clusters); kmirror-validate falls "
+        "back to its jars/spark-kafka-<pyspark version>/ when KMIRROR_SPARK_JARS is unset",
+        "~/.cache/kmirror",
+    ),
 )
 
 BY_NAME: Mapping[str, EnvVar] = {v.name: v for v in ENV_VARS}

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
 from kmirror.config.secret import Secret, unseal
 from kmirror.errors import ConfigError
@@ -70,6 +70,9 @@ PRODUCER_DEFAULTS: Mapping[str, str] = MappingProxyType(
         # Long enough to ride out a leader election, short enough that a dead target is
         # reported (and, with abort.on.send.failure, ends the process) within a minute.
         "message.timeout.ms": "60000",
+        # Topics are created by the mirror with the source's layout, never by a metadata
+        # request with the broker's defaults (one partition would misplace records).
+        "allow.auto.create.topics": "false",
         "statistics.interval.ms": "5000",
     }
 )
@@ -100,6 +103,20 @@ class ClusterConfig:
                 )
         for name in ("common", "consumer", "producer", "admin"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # MappingProxyType does not pickle; stream processes receive the config by pickle.
+        return (
+            ClusterConfig,
+            (
+                self.alias,
+                self.bootstrap_servers,
+                dict(self.common),
+                dict(self.consumer),
+                dict(self.producer),
+                dict(self.admin),
+            ),
+        )
 
     def client_conf(self, role: Role) -> dict[str, ConfValue]:
         """Sealed librdkafka config for one client role (secrets still wrapped)."""
@@ -183,7 +200,9 @@ class MirrorConfig:
     offset_commit_interval_ms: int = 60_000
     abort_on_send_failure: bool = True
     partitioning: Literal["same", "hash"] = "same"
-    auto_offset_reset: Literal["earliest", "latest"] = "earliest"
+    # Where a partition without a committed offset starts; "none" = fail instead (Java's
+    # auto.offset.reset=none). A committed offset that no longer exists always fails.
+    auto_offset_reset: Literal["earliest", "latest", "none"] = "earliest"
     create_topics: bool = True
     sync_topic_configs: bool = True
     replication_factor: int = -1
@@ -203,8 +222,10 @@ class MirrorConfig:
             (self.offset_commit_interval_ms > 0, "offset.commit.interval.ms must be > 0"),
             (self.refresh_topics_interval_s > 0, "the topic refresh interval must be > 0"),
             (0 <= self.metrics_port <= 65535, "the metrics port must be 0..65535"),
-            (self.replication_factor == -1 or self.replication_factor >= 1,
-             "replication factor must be -1 (broker default) or >= 1"),
+            (
+                self.replication_factor == -1 or self.replication_factor >= 1,
+                "replication factor must be -1 (broker default) or >= 1",
+            ),
             (bool(self.group_id.strip()), "group.id is empty: set group.id in the consumer config"),
         ]
         for ok, message in checks:

@@ -60,12 +60,17 @@ def reveal(value: str | Secret) -> str:
 
 def mask_config(conf: Mapping[str, Any]) -> dict[str, str]:
     """A copy safe to print: secret values become ***, everything else is str()."""
-    return {k: (MASK if isinstance(v, Secret) or is_secret_key(k) else str(v)) for k, v in conf.items()}
+    return {
+        k: (MASK if isinstance(v, Secret) or is_secret_key(k) else str(v)) for k, v in conf.items()
+    }
 
 
 def seal(conf: Mapping[str, str]) -> dict[str, str | Secret]:
     """Wrap every credential-bearing value of a flat config in Secret."""
-    return {k: (Secret(v) if is_secret_key(k) and not isinstance(v, Secret) else v) for k, v in conf.items()}
+    return {
+        k: (Secret(v) if is_secret_key(k) and not isinstance(v, Secret) else v)
+        for k, v in conf.items()
+    }
 
 
 def unseal(conf: Mapping[str, str | Secret]) -> dict[str, str]:

@@ -1,0 +1,205 @@
+{{/*
+Semantic checks the schema cannot express. Every message names the value to set; all problems
+are reported at once. values.schema.json catches types, enums and ranges before this runs.
+*/}}
+{{- define "kmirror.validateValues" -}}
+{{- $messages := list -}}
+{{- $style := include "kmirror.validateValues.clusterStyle" . | trim -}}
+{{- $messages = append $messages $style -}}
+{{- if not $style }}{{/* the per-side checks would only repeat the style problem */}}
+{{- $messages = append $messages (include "kmirror.validateValues.clusters" .) -}}
+{{- end -}}
+{{- $messages = append $messages (include "kmirror.validateValues.extraProperties" .) -}}
+{{- $messages = append $messages (include "kmirror.validateValues.extraEnv" .) -}}
+{{- $messages = append $messages (include "kmirror.validateValues.topics" .) -}}
+{{- $messages = append $messages (include "kmirror.validateValues.affinity" .) -}}
+{{- $messages = append $messages (include "kmirror.validateValues.pdb" .) -}}
+{{- $messages = append $messages (include "kmirror.validateValues.monitoring" .) -}}
+{{- $messages = append $messages (include "kmirror.validateValues.validation" .) -}}
+{{- $trimmed := list -}}
+{{- range $messages }}{{ with trim . }}{{ $trimmed = append $trimmed . }}{{ end }}{{ end -}}
+{{- $message := join "\n" $trimmed -}}
+{{- if $message -}}
+{{- printf "\nVALUES VALIDATION:\n%s" $message | fail -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "kmirror.validateValues.clusterStyle" -}}
+{{- $v := .Values -}}
+{{- $kudo := or (include "kmirror.clusterConfigured" $v.thisCluster) (include "kmirror.clusterConfigured" $v.external) -}}
+{{- $explicit := or (include "kmirror.clusterConfigured" $v.source) (include "kmirror.clusterConfigured" $v.target) -}}
+{{- if and $kudo $explicit }}
+kmirror: external / thisCluster combined with source / target
+    Configure the clusters one way only: either the KUDO way (thisCluster.* + external.* with
+    external.clusterType) or explicitly (source.* + target.*). Remove the other block's settings.
+{{- else if and $kudo (not (has ($v.external.clusterType | toString) (list "SOURCE" "DESTINATION"))) }}
+kmirror: external.clusterType
+    The KUDO-style cluster settings need external.clusterType: SOURCE (mirror external -> this
+    cluster) or DESTINATION (mirror this cluster -> external).
+{{- end }}
+{{- end -}}
+
+{{/* Per side: bootstrap servers present (when the mirror runs) and well-formed, security coherent. */}}
+{{- define "kmirror.validateValues.clusters" -}}
+{{- $cl := include "kmirror.clusters" . | fromYaml -}}
+{{- $enabled := gt (int .Values.replicaCount) 0 -}}
+{{- range $side := list "source" "target" }}
+{{- $c := get $cl $side -}}
+{{- $from := $c.from -}}
+{{- $proto := $c.securityProtocol | default "PLAINTEXT" -}}
+{{- if not $c.bootstrapServers }}
+{{- if $enabled }}
+{{- if eq $cl.mode "kudo" }}
+kmirror: {{ $from }}.bootstrapServers
+    The {{ $side }} cluster is {{ $from }} (external.clusterType={{ $.Values.external.clusterType }}) and has
+    no bootstrap servers: set {{ $from }}.bootstrapServers to host:port[,host:port], or
+    replicaCount: 0 to disable the mirror.
+{{- else }}
+kmirror: {{ $from }}.bootstrapServers
+    No {{ $side }} cluster: set {{ $from }}.bootstrapServers to host:port[,host:port] (or use
+    thisCluster.bootstrapServers + external.bootstrapServers + external.clusterType), or
+    replicaCount: 0 to disable the mirror.
+{{- end }}
+{{- end }}
+{{- else }}
+{{- range splitList "," ($c.bootstrapServers | toString) }}
+{{- if not (regexMatch "^[^\\s,]+:[0-9]{1,5}$" (trim .)) }}
+kmirror: {{ $from }}.bootstrapServers
+    {{ trim . | quote }} is not host:port; give a comma-separated list like
+    "broker-1.example.com:9092,broker-2.example.com:9092".
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if hasPrefix "SASL_" $proto }}
+{{- if not $c.sasl.mechanism }}
+kmirror: {{ $from }}.sasl.mechanism
+    {{ $from }}.securityProtocol is {{ $proto }}: set {{ $from }}.sasl.mechanism to PLAIN,
+    SCRAM-SHA-256 or SCRAM-SHA-512.
+{{- end }}
+{{- if not $c.sasl.existingSecret }}
+kmirror: {{ $from }}.sasl.existingSecret
+    {{ $from }}.securityProtocol is {{ $proto }}: set {{ $from }}.sasl.existingSecret to a Secret
+    holding the user name ({{ $from }}.sasl.usernameKey) and password ({{ $from }}.sasl.passwordKey).
+{{- end }}
+{{- if or (not $c.sasl.usernameKey) (not $c.sasl.passwordKey) }}
+kmirror: {{ $from }}.sasl.usernameKey / {{ $from }}.sasl.passwordKey
+    Both keys of {{ $from }}.sasl.existingSecret must be set.
+{{- end }}
+{{- else if or $c.sasl.mechanism $c.sasl.existingSecret }}
+kmirror: {{ $from }}.securityProtocol
+    {{ $from }}.sasl is set but {{ $from }}.securityProtocol is {{ $proto }}: use SASL_SSL or
+    SASL_PLAINTEXT, or remove the {{ $from }}.sasl settings.
+{{- end }}
+{{- if not (has $proto (list "SSL" "SASL_SSL")) }}
+{{- if or $c.tls.caSecret $c.tls.clientCertSecret }}
+kmirror: {{ $from }}.securityProtocol
+    {{ $from }}.tls is set but {{ $from }}.securityProtocol is {{ $proto }}: use SSL or SASL_SSL,
+    or remove the {{ $from }}.tls secrets.
+{{- end }}
+{{- else }}
+{{- if and $c.tls.caSecret (not $c.tls.caKey) }}
+kmirror: {{ $from }}.tls.caKey
+    Set the key of the CA certificate in {{ $from }}.tls.caSecret (usually ca.crt).
+{{- end }}
+{{- if and $c.tls.clientCertSecret (or (not $c.tls.certKey) (not $c.tls.keyKey)) }}
+kmirror: {{ $from }}.tls.certKey / {{ $from }}.tls.keyKey
+    Set both keys of {{ $from }}.tls.clientCertSecret (usually tls.crt and tls.key).
+{{- end }}
+{{- if and $c.tls.keyPasswordKey (not $c.tls.clientCertSecret) }}
+kmirror: {{ $from }}.tls.clientCertSecret
+    {{ $from }}.tls.keyPasswordKey is set without {{ $from }}.tls.clientCertSecret.
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if and $cl.source.bootstrapServers (eq ($cl.source.bootstrapServers | toString) ($cl.target.bootstrapServers | toString)) (eq .Values.rename.policy "identity") }}
+kmirror: {{ $cl.target.from }}.bootstrapServers
+    Source and target are the same cluster ({{ $cl.source.bootstrapServers }}) and rename.policy is
+    identity: every record would be copied onto itself. Point {{ $cl.target.from }} at another
+    cluster, or set rename.policy: prefix.
+{{- end }}
+{{- end -}}
+
+{{/* Credentials and connection settings never go through extra properties (they would land in a ConfigMap). */}}
+{{- define "kmirror.validateValues.extraProperties" -}}
+{{- range $what := list "extraConsumerProperties" "extraProducerProperties" }}
+{{- range $k, $_ := (get $.Values $what) }}
+{{- if regexMatch "(?i)(password|secret|jaas|credential|token|\\.pem$|^sasl\\.|^ssl\\.|^security\\.protocol$|^bootstrap\\.servers$|^group\\.id$)" $k }}
+kmirror: {{ $what }}.{{ $k }}
+    {{ $k }} cannot be set here: extra properties are stored in a ConfigMap. Connection and
+    security settings come from source.* / target.* (or thisCluster.* / external.*): securityProtocol,
+    sasl.existingSecret and the tls secrets; the consumer group from consumerGroup.
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* extraEnv must not shadow what the chart sets from values. */}}
+{{- define "kmirror.validateValues.extraEnv" -}}
+{{- $managed := keys (include "kmirror.configEnv" . | fromYaml) -}}
+{{- range (include "kmirror.secretEnv" . | fromYamlArray) }}{{ $managed = append $managed .name }}{{ end -}}
+{{- range $what := list "extraEnv" "validation.extraEnv" }}
+{{- $list := ternary $.Values.extraEnv $.Values.validation.extraEnv (eq $what "extraEnv") -}}
+{{- range $list }}
+{{- if has .name $managed }}
+kmirror: {{ $what }}
+    {{ .name }} is set by the chart from its values: change the matching value instead (see the
+    chart README, "Environment of the mirror").
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "kmirror.validateValues.topics" -}}
+{{- if not (trim (.Values.whitelist | toString)) }}
+kmirror: whitelist
+    The topic whitelist is empty: set whitelist to a regex or a comma-separated list, e.g. ".*".
+{{- end }}
+{{- end -}}
+
+{{- define "kmirror.validateValues.affinity" -}}
+{{- if and .Values.nodeAffinity .Values.affinity.nodeAffinity }}
+kmirror: nodeAffinity
+    nodeAffinity and affinity.nodeAffinity are both set: keep one of them.
+{{- end }}
+{{- end -}}
+
+{{- define "kmirror.validateValues.pdb" -}}
+{{- if .Values.pdb.create }}
+{{- $min := .Values.pdb.minAvailable | toString -}}
+{{- $max := .Values.pdb.maxUnavailable | toString -}}
+{{- if and (ne $min "") (ne $max "") }}
+kmirror: pdb.minAvailable / pdb.maxUnavailable
+    Set only one of pdb.minAvailable and pdb.maxUnavailable (set the other to "").
+{{- else if and (eq $min "") (eq $max "") }}
+kmirror: pdb.maxUnavailable
+    pdb.create is true: set pdb.maxUnavailable (e.g. 1) or pdb.minAvailable.
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "kmirror.validateValues.monitoring" -}}
+{{- if and .Values.serviceMonitor.enabled .Values.podMonitor.enabled }}
+kmirror: serviceMonitor.enabled / podMonitor.enabled
+    Enable either the ServiceMonitor or the PodMonitor, not both (every series would be scraped twice).
+{{- end }}
+{{- if and .Values.serviceMonitor.enabled (not .Values.service.enabled) }}
+kmirror: service.enabled
+    serviceMonitor.enabled needs the metrics Service: set service.enabled: true, or use podMonitor.
+{{- end }}
+{{- end -}}
+
+{{- define "kmirror.validateValues.validation" -}}
+{{- $val := .Values.validation -}}
+{{- $wait := int64 $val.waitTimeoutSeconds -}}
+{{- if and $val.hook.enabled (le (int64 $val.hook.activeDeadlineSeconds) $wait) }}
+kmirror: validation.hook.activeDeadlineSeconds
+    The hook Job would be killed before it finishes waiting: set
+    validation.hook.activeDeadlineSeconds above validation.waitTimeoutSeconds ({{ $wait }}) plus
+    Spark's start-up time (a few minutes more is safe).
+{{- end }}
+{{- if and $val.test.enabled (le (int64 $val.test.activeDeadlineSeconds) $wait) }}
+kmirror: validation.test.activeDeadlineSeconds
+    The test pod would be killed before it finishes waiting: set
+    validation.test.activeDeadlineSeconds above validation.waitTimeoutSeconds ({{ $wait }}).
+{{- end }}
+{{- end -}}

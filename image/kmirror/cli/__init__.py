@@ -1,0 +1,1 @@
+"""Command line: `kmirror run|check|render|entrypoint|env-docs`."""

@@ -1,0 +1,74 @@
+"""`kmirror check`: everything `run` would verify before copying, and no writes at all."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from kmirror.config.loader import describe, load_config
+from kmirror.config.model import MirrorConfig
+from kmirror.errors import ClusterError, TopicError
+
+
+def _topics(config: MirrorConfig, side: str, timeout: float) -> dict[str, int]:
+    conf: dict[str, Any] = dict(config.admin_conf("source" if side == "source" else "target"))
+    admin = AdminClient(conf)
+    try:
+        md = admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        cluster = config.source if side == "source" else config.target
+        raise ClusterError(
+            f"cannot reach the {side} cluster at {cluster.bootstrap_servers} within "
+            f"{timeout:.0f}s ({exc.args[0].str()}): check the bootstrap servers, the network "
+            "and the security settings"
+        ) from exc
+    return {n: len(t.partitions) for n, t in md.topics.items() if t.error is None}
+
+
+def plan(config: MirrorConfig, timeout: float) -> list[dict[str, Any]]:
+    source = _topics(config, "source", timeout)
+    target = _topics(config, "target", timeout)
+    rows = []
+    for topic in config.topics.select(set(source)):
+        dst = config.target_topic(topic)
+        have = target.get(dst)
+        if have is None:
+            action = "create" if config.create_topics else "missing"
+        elif have < source[topic] and config.partitioning == "same":
+            action = "too-few-partitions"
+        else:
+            action = "ok"
+        rows.append({"source": topic, "target": dst, "partitions": source[topic],
+                     "target_partitions": have, "action": action})
+    return rows
+
+
+def check(args: argparse.Namespace) -> int:
+    config = load_config(args)
+    print(describe(config), file=sys.stderr)
+    for note in config.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    rows = plan(config, args.timeout)
+    if args.json:
+        print(json.dumps({"topics": rows, "notes": list(config.notes)}, indent=2))
+    else:
+        for r in rows:
+            tp = "-" if r["target_partitions"] is None else r["target_partitions"]
+            print(f"{r['source']} -> {r['target']}  partitions {r['partitions']} "
+                  f"(target {tp})  {r['action']}")
+    if not rows:
+        raise TopicError(
+            f"no source topic matches include={list(config.topics.include)} "
+            f"exclude={list(config.topics.exclude)}: fix --whitelist/--blacklist (regexes match "
+            "whole topic names)"
+        )
+    bad = [r for r in rows if r["action"] in ("too-few-partitions", "missing")]
+    if bad:
+        names = ", ".join(f"{r['target']} ({r['action']})" for r in bad)
+        raise TopicError(f"target topics not usable: {names}")
+    return 0

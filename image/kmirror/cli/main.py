@@ -1,0 +1,93 @@
+"""`kmirror` command line. Diagnostics go to stderr; `check --json` prints JSON on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from types import FrameType
+
+from kmirror import __version__
+from kmirror.errors import KmirrorError
+
+log = logging.getLogger("kmirror")
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from kmirror.config.loader import add_config_arguments
+
+    parser = argparse.ArgumentParser(
+        prog="kmirror",
+        description="Byte-exact, at-least-once Kafka cluster mirroring. Accepts MirrorMaker 1 "
+        "flags, MirrorMaker 2 mm2.properties and KUDO-style parameters.",
+    )
+    parser.add_argument("--version", action="version", version=f"kmirror {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="mirror topics from the source to the target cluster")
+    add_config_arguments(run)
+    run.set_defaults(handler=_cmd("kmirror.cli.run", "run"))
+
+    check = sub.add_parser(
+        "check", help="validate the config, connect to both clusters, show the topic mapping"
+    )
+    add_config_arguments(check)
+    check.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    check.add_argument("--timeout", type=float, default=15.0,
+                       help="seconds to wait for each cluster (default 15)")
+    check.set_defaults(handler=_cmd("kmirror.cli.check", "check"))
+
+    env_docs = sub.add_parser("env-docs", help="print every environment variable as markdown")
+    env_docs.set_defaults(handler=_cmd("kmirror.cli.envdocs", "env_docs"))
+
+    try:
+        entry = importlib.import_module("kmirror.entrypoint.commands")
+    except ModuleNotFoundError:
+        entry = None
+    if entry is not None:
+        entry.register(sub)
+    return parser
+
+
+def _cmd(module: str, func: str) -> Handler:
+    def handler(args: argparse.Namespace) -> int:
+        fn: Handler = getattr(importlib.import_module(module), func)
+        return fn(args)
+
+    return handler
+
+
+def _stop_before_start(signum: int, frame: FrameType | None) -> None:
+    # Nothing has been consumed or produced yet: stopping now is a clean stop. The
+    # supervisor installs the real handlers once it runs.
+    raise SystemExit(0 if signum == signal.SIGTERM else 130)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _stop_before_start)
+    signal.signal(signal.SIGINT, _stop_before_start)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    try:
+        code: int = args.handler(args)
+        return code
+    except KmirrorError as exc:
+        print(f"kmirror: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,24 @@
+"""`kmirror run`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from kmirror.config.loader import load_config
+from kmirror.mirror.supervisor import configure_logging, run_mirror
+
+log = logging.getLogger("kmirror")
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args)
+    configure_logging(config)
+    for note in config.notes:
+        log.warning("config: %s", note)
+    log.info(
+        "mirroring dialect=%s source=%s target=%s group=%s streams=%d",
+        config.dialect, config.source.bootstrap_servers, config.target.bootstrap_servers,
+        config.group_id, config.num_streams,
+    )
+    return run_mirror(config)

@@ -1,0 +1,222 @@
+"""Java client security settings that need more than a rename to reach librdkafka: key and
+trust stores, `sasl.jaas.config`, and the pluggable Java classes we cannot run.
+
+Anything whose loss would quietly weaken security (a truststore we cannot read, a login
+module we cannot run) is an error that says what to configure instead; it is never dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+# Java classes that change who we authenticate as or what we trust: without them the
+# connection would be less secure or not authenticated the way the user intended.
+FATAL_KEYS: Mapping[str, str] = {
+    "interceptor.classes": "interceptors are Java classes and cannot run in kmirror; remove it "
+    "(kmirror exports Prometheus metrics for monitoring)",
+    "sasl.login.callback.handler.class": "custom Java login code cannot run here; for OAuth "
+    "set sasl.mechanism=OAUTHBEARER, sasl.oauthbearer.method=oidc, "
+    "sasl.oauthbearer.client.id, sasl.oauthbearer.client.secret and "
+    "sasl.oauthbearer.token.endpoint.url",
+    "sasl.client.callback.handler.class": "custom Java SASL code cannot run here; use "
+    "sasl.username/sasl.password (PLAIN, SCRAM) or sasl.oauthbearer.* (OAUTHBEARER)",
+    "sasl.login.class": "custom Java login classes cannot run here; use sasl.username/"
+    "sasl.password (PLAIN, SCRAM), sasl.oauthbearer.* or sasl.kerberos.*",
+    "security.providers": "Java security providers cannot be loaded; librdkafka uses OpenSSL "
+    "(see ssl.providers and ssl.engine.location)",
+    "ssl.engine.factory.class": "a Java SSLEngine factory cannot run here; give PEM files "
+    "(ssl.ca.location, ssl.certificate.location, ssl.key.location)",
+}
+
+_JKS_TRUST = (
+    "librdkafka cannot read JKS truststores (and JKS is Java's default when "
+    "ssl.truststore.type is not set): export the CA with `keytool -exportcert -rfc -keystore "
+    "truststore.jks -alias <alias> -file ca.pem`, then set ssl.truststore.type=PEM with "
+    "ssl.truststore.location=ca.pem (or ssl.ca.location=ca.pem)"
+)
+_P12_TRUST = (
+    "librdkafka needs the trusted CAs as PEM: run `openssl pkcs12 -in truststore.p12 -nokeys "
+    "-out ca.pem`, then set ssl.truststore.type=PEM with ssl.truststore.location=ca.pem (or "
+    "ssl.ca.location=ca.pem)"
+)
+_JKS_KEY = (
+    "librdkafka cannot read JKS keystores (JKS is Java's default when ssl.keystore.type is "
+    "not set): convert it with `keytool -importkeystore -srckeystore keystore.jks "
+    "-destkeystore keystore.p12 -deststoretype PKCS12` and set ssl.keystore.type=PKCS12 "
+    "(or give PEM files: ssl.keystore.type=PEM)"
+)
+
+
+@dataclass
+class SecurityResult:
+    conf: dict[str, str] = field(default_factory=dict)
+    consumed: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def translate_security(props: Mapping[str, str]) -> SecurityResult:
+    """Stores, JAAS and forbidden classes. Unhandled keys are left to the caller."""
+    res = SecurityResult()
+    for key, why in FATAL_KEYS.items():
+        if key in props:
+            res.consumed.add(key)
+            if props[key].strip():  # an empty list is Java's default: nothing to lose
+                res.errors.append(f"'{key}' is not supported: {why}")
+    _truststore(props, res)
+    _keystore(props, res)
+    if "sasl.jaas.config" in props:
+        res.consumed.add("sasl.jaas.config")
+        _jaas(props, res)
+    return res
+
+
+def _truststore(props: Mapping[str, str], res: SecurityResult) -> None:
+    location = props.get("ssl.truststore.location", "").strip()
+    kind = props.get("ssl.truststore.type", "").strip().upper()
+    res.consumed |= {"ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password"}
+    res.consumed.add("ssl.truststore.certificates")
+    if "ssl.truststore.certificates" in props:
+        res.conf["ssl.ca.pem"] = props["ssl.truststore.certificates"]
+    if location:
+        if kind == "PEM":
+            res.conf["ssl.ca.location"] = location
+        elif kind == "PKCS12":
+            res.errors.append(f"PKCS12 truststore '{location}': {_P12_TRUST}")
+        elif kind in ("", "JKS"):
+            hint = (
+                " (if this file is already PEM, just add ssl.truststore.type=PEM)"
+                if not location.lower().endswith(".jks")
+                else ""
+            )
+            res.errors.append(f"JKS truststore '{location}': {_JKS_TRUST}{hint}")
+        else:
+            res.errors.append(f"ssl.truststore.type={kind} is not supported: {_JKS_TRUST}")
+    elif kind and "ssl.truststore.certificates" not in props:
+        res.notes.append(f"ssl.truststore.type={kind} without a truststore location ignored")
+    if "ssl.truststore.password" in props and kind in ("PEM", ""):
+        res.notes.append("ssl.truststore.password ignored: PEM CA files have no password")
+
+
+def _keystore(props: Mapping[str, str], res: SecurityResult) -> None:
+    location = props.get("ssl.keystore.location", "").strip()
+    kind = props.get("ssl.keystore.type", "").strip().upper()
+    res.consumed |= {"ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password"}
+    res.consumed |= {"ssl.keystore.certificate.chain", "ssl.keystore.key"}
+    if "ssl.keystore.certificate.chain" in props:
+        res.conf["ssl.certificate.pem"] = props["ssl.keystore.certificate.chain"]
+    if "ssl.keystore.key" in props:
+        res.conf["ssl.key.pem"] = props["ssl.keystore.key"]
+    if not location:
+        if kind and "ssl.keystore.key" not in props:
+            res.notes.append(f"ssl.keystore.type={kind} without a keystore location ignored")
+        return
+    if not kind and location.lower().endswith((".p12", ".pfx")):
+        kind = "PKCS12"
+        res.notes.append(
+            f"keystore '{location}' read as PKCS12 (from its extension; Java defaults to JKS): "
+            "set ssl.keystore.type=PKCS12 to make that explicit"
+        )
+    if kind == "PKCS12":
+        res.conf["ssl.keystore.location"] = location
+        if "ssl.keystore.password" in props:
+            res.conf["ssl.keystore.password"] = props["ssl.keystore.password"]
+        if "ssl.key.password" in props:
+            res.consumed.add("ssl.key.password")
+            res.notes.append(
+                "ssl.key.password ignored for a PKCS12 keystore: librdkafka opens the key "
+                "with ssl.keystore.password"
+            )
+    elif kind == "PEM":
+        # Java's PEM keystore is one file holding the key and the certificate chain.
+        res.conf["ssl.certificate.location"] = location
+        res.conf["ssl.key.location"] = location
+        if "ssl.keystore.password" in props:
+            res.notes.append(
+                "ssl.keystore.password ignored for a PEM keystore (Java ignores "
+                "it too); an encrypted key's password is ssl.key.password"
+            )
+    elif kind in ("", "JKS"):
+        res.errors.append(f"JKS keystore '{location}': {_JKS_KEY}")
+    else:
+        res.errors.append(f"ssl.keystore.type={kind} is not supported: {_JKS_KEY}")
+
+
+_JAAS = re.compile(
+    r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)"
+    r"(?P<options>(?:\s+[\w.\-]+\s*=\s*(?:\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^\s;\"']+))*)"
+    r"\s*;\s*$",
+    re.DOTALL,
+)
+_JAAS_OPTION = re.compile(
+    r"([\w.\-]+)\s*=\s*(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^\s;\"']+)", re.DOTALL
+)
+_MODULE_ALTERNATIVES = {
+    "OAuthBearerLoginModule": "set sasl.mechanism=OAUTHBEARER with sasl.oauthbearer.method=oidc, "
+    "sasl.oauthbearer.client.id, sasl.oauthbearer.client.secret and "
+    "sasl.oauthbearer.token.endpoint.url",
+    "Krb5LoginModule": "set sasl.mechanism=GSSAPI with sasl.kerberos.service.name, "
+    "sasl.kerberos.principal and sasl.kerberos.keytab",
+}
+
+
+def _jaas(props: Mapping[str, str], res: SecurityResult) -> None:
+    # Messages name the login module only: the text itself holds the password.
+    match = _JAAS.match(props["sasl.jaas.config"])
+    if not match:
+        res.errors.append(
+            'sasl.jaas.config is not of the form `<LoginModule> required username="..." '
+            'password="...";` (value not shown: it holds credentials)'
+        )
+        return
+    module = match["module"].rsplit(".", 1)[-1]
+    mechanism = props.get("sasl.mechanism", "").strip().upper()
+    if module not in ("PlainLoginModule", "ScramLoginModule"):
+        alternative = _MODULE_ALTERNATIVES.get(
+            module,
+            "librdkafka supports PLAIN and SCRAM (sasl.username/sasl.password), "
+            "OAUTHBEARER (sasl.oauthbearer.*) and GSSAPI (sasl.kerberos.*)",
+        )
+        res.errors.append(f"sasl.jaas.config login module {module} is not supported: {alternative}")
+        return
+    options = {k: _unquote(v) for k, v in _JAAS_OPTION.findall(match["options"])}
+    missing = [k for k in ("username", "password") if k not in options]
+    if missing:
+        res.errors.append(f"sasl.jaas.config ({module}) has no {' or '.join(missing)}")
+        return
+    if module == "PlainLoginModule":
+        if not mechanism:
+            res.conf["sasl.mechanism"] = "PLAIN"
+            res.notes.append(
+                "sasl.mechanism set to PLAIN to match sasl.jaas.config's "
+                "PlainLoginModule (Java would default to GSSAPI and fail)"
+            )
+        elif mechanism != "PLAIN":
+            res.errors.append(
+                f"sasl.jaas.config uses PlainLoginModule but sasl.mechanism is "
+                f"{mechanism}: set sasl.mechanism=PLAIN"
+            )
+    elif not mechanism.startswith("SCRAM-SHA-"):
+        res.errors.append(
+            "sasl.jaas.config uses ScramLoginModule: set sasl.mechanism="
+            "SCRAM-SHA-256 or SCRAM-SHA-512 to match the broker"
+        )
+    if {"sasl.username", "sasl.password"} & props.keys():
+        res.notes.append("sasl.username/sasl.password replaced by the sasl.jaas.config credentials")
+    res.conf["sasl.username"] = options["username"]
+    res.conf["sasl.password"] = options["password"]
+    res.consumed |= {"sasl.username", "sasl.password"}
+    extra = sorted(set(options) - {"username", "password"})
+    if extra:
+        res.notes.append(
+            f"sasl.jaas.config option(s) {', '.join(extra)} ignored: librdkafka has no equivalent"
+        )
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        escapes = {"n": "\n", "t": "\t", "r": "\r"}
+        return re.sub(r"\\(.)", lambda m: escapes.get(m[1], m[1]), value[1:-1], flags=re.DOTALL)
+    return value

@@ -1,0 +1,187 @@
+"""KUDO operator dialect: the cluster the mirror runs beside ("this") and an external one,
+with MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE saying which of the two is the source.
+
+Every flag falls back to the operator's environment variable (env.py), so a pod rendered by
+the KUDO operator runs unchanged. Security (which KUDO's MirrorMaker never supported) comes
+from SOURCE_CLUSTER_* / SINK_CLUSTER_* variables; `security_from_env` is shared with the
+container entrypoint.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Literal
+
+from kmirror.config import env as envvars
+from kmirror.config.model import (
+    ClusterConfig,
+    ConfValue,
+    MirrorConfig,
+    TopicSelection,
+    split_patterns,
+)
+from kmirror.config.secret import seal
+from kmirror.config.values import parse_bool, parse_int
+from kmirror.errors import ConfigError
+
+Side = Literal["SOURCE_CLUSTER", "SINK_CLUSTER"]
+_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def security_from_env(
+    side: Side, environ: Mapping[str, str] | None = None
+) -> tuple[dict[str, ConfValue], list[str]]:
+    """librdkafka security settings for one side from its *_SECURITY_PROTOCOL, *_SASL_*,
+    *_SSL_* variables (passwords only from *_FILE). Returns (sealed conf, notes)."""
+    environ = os.environ if environ is None else environ
+    notes: list[str] = []
+
+    def var(suffix: str) -> str:
+        return envvars.get(f"{side}_{suffix}", environ).strip()
+
+    def given(suffix: str) -> bool:
+        return bool(environ.get(f"{side}_{suffix}", "").strip())
+
+    protocol = var("SECURITY_PROTOCOL").upper()
+    if protocol not in _PROTOCOLS:
+        raise ConfigError(
+            f"{side}_SECURITY_PROTOCOL={protocol!r} must be one of {', '.join(_PROTOCOLS)}"
+        )
+    conf: dict[str, str] = {"security.protocol": protocol}
+    sasl = ("SASL_MECHANISM", "SASL_USERNAME", "SASL_PASSWORD_FILE")
+    if protocol.startswith("SASL_"):
+        mechanism = var("SASL_MECHANISM").upper()
+        if mechanism not in _MECHANISMS:
+            raise ConfigError(
+                f"{side}_SASL_MECHANISM must be one of {', '.join(_MECHANISMS)} "
+                f"when {side}_SECURITY_PROTOCOL={protocol}, not {mechanism!r}"
+            )
+        password = envvars.read_secret_file(f"{side}_SASL_PASSWORD_FILE", environ)
+        if not var("SASL_USERNAME") or password is None:
+            raise ConfigError(
+                f"{side}_SECURITY_PROTOCOL={protocol} needs {side}_SASL_USERNAME "
+                f"and {side}_SASL_PASSWORD_FILE (a file holding the password)"
+            )
+        conf |= {
+            "sasl.mechanism": mechanism,
+            "sasl.username": var("SASL_USERNAME"),
+            "sasl.password": password,
+        }
+    else:
+        _ignored(side, [s for s in sasl if given(s)], protocol, notes)
+    ssl = (
+        "SSL_CA_LOCATION",
+        "SSL_CERTIFICATE_LOCATION",
+        "SSL_KEY_LOCATION",
+        "SSL_KEY_PASSWORD_FILE",
+        "SSL_ENDPOINT_IDENTIFICATION_ALGORITHM",
+    )
+    if protocol.endswith("SSL"):
+        for suffix, key in (
+            ("SSL_CA_LOCATION", "ssl.ca.location"),
+            ("SSL_CERTIFICATE_LOCATION", "ssl.certificate.location"),
+            ("SSL_KEY_LOCATION", "ssl.key.location"),
+        ):
+            if var(suffix):
+                conf[key] = var(suffix)
+        if ("ssl.certificate.location" in conf) != ("ssl.key.location" in conf):
+            raise ConfigError(
+                f"mTLS needs both {side}_SSL_CERTIFICATE_LOCATION and {side}_SSL_KEY_LOCATION"
+            )
+        key_password = envvars.read_secret_file(f"{side}_SSL_KEY_PASSWORD_FILE", environ)
+        if key_password is not None:
+            conf["ssl.key.password"] = key_password
+        algorithm = var("SSL_ENDPOINT_IDENTIFICATION_ALGORITHM").lower() or "https"
+        if algorithm not in ("https", "none"):
+            raise ConfigError(
+                f"{side}_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM must be https or "
+                f"none, not {algorithm!r}"
+            )
+        conf["ssl.endpoint.identification.algorithm"] = algorithm
+    else:
+        _ignored(side, [s for s in ssl if given(s)], protocol, notes)
+    return seal(conf), notes
+
+
+def _ignored(side: str, names: list[str], protocol: str, notes: list[str]) -> None:
+    if names:
+        notes.append(
+            f"{', '.join(f'{side}_{n}' for n in names)} ignored: "
+            f"{side}_SECURITY_PROTOCOL is {protocol}"
+        )
+
+
+def load_kudo(
+    this_bootstrap: str | None,
+    external_bootstrap: str | None,
+    external_type: str | None,
+    *,
+    whitelist: str | None = None,
+    blacklist: str | None = None,
+    num_streams: int | None = None,
+    offset_commit_interval_ms: int | None = None,
+    abort_on_send_failure: bool | None = None,
+    group_id: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> MirrorConfig:
+    """Flags win; each missing one is read from its KUDO (MIRROR_MAKER_*) variable."""
+    environ = os.environ if environ is None else environ
+
+    def fallback(flag_value: str | None, *names: str) -> str | None:
+        if flag_value is not None and flag_value.strip():
+            return flag_value.strip()
+        for name in names:
+            if environ.get(name, "").strip() or envvars.BY_NAME[name].default is not None:
+                return envvars.get(name, environ).strip()
+        return None
+
+    this = fallback(this_bootstrap, "MIRROR_MAKER_THIS_BOOTSTRAP_SERVERS")
+    external = fallback(external_bootstrap, "MIRROR_MAKER_EXTERNAL_BOOTSTRAP_SERVERS")
+    kind = fallback(external_type, "MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE")
+    for value, flag, name in (
+        (this, "--this-bootstrap-servers", "MIRROR_MAKER_THIS_BOOTSTRAP_SERVERS"),
+        (external, "--external-bootstrap-servers", "MIRROR_MAKER_EXTERNAL_BOOTSTRAP_SERVERS"),
+        (kind, "--external-cluster-type", "MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE"),
+    ):
+        if not value:
+            raise ConfigError(
+                f"KUDO mode needs {flag} (or the environment variable {name}): "
+                f"{envvars.BY_NAME[name].description}"
+            )
+    assert this and external and kind  # narrowed by the loop above
+    if kind.upper() not in ("SOURCE", "DESTINATION"):
+        raise ConfigError(
+            f"--external-cluster-type / MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE must "
+            f"be SOURCE or DESTINATION, not {kind!r}"
+        )
+    # SOURCE: the external cluster is copied into this one; DESTINATION: the other way round.
+    src, dst = (external, this) if kind.upper() == "SOURCE" else (this, external)
+    src_security, notes = security_from_env("SOURCE_CLUSTER", environ)
+    dst_security, dst_notes = security_from_env("SINK_CLUSTER", environ)
+    commit = offset_commit_interval_ms
+    if commit is None:
+        name = "MIRROR_MAKER_OFFSET_COMMIT_INTERVAL"
+        commit = parse_int(envvars.get(name, environ), name, minimum=1)
+    streams = num_streams
+    if streams is None:
+        raw = fallback(None, "MIRROR_MAKER_NUM_STREAMS", "NUM_STREAMS") or "1"
+        streams = parse_int(raw, "MIRROR_MAKER_NUM_STREAMS / NUM_STREAMS", minimum=1)
+    abort = abort_on_send_failure
+    if abort is None:
+        name = "MIRROR_MAKER_ABORT_ON_SEND_FAILURE"
+        abort = parse_bool(envvars.get(name, environ), name)
+    include = fallback(whitelist, "MIRROR_MAKER_TOPIC_WHITELIST", "WHITELISTED_TOPICS") or ".*"
+    exclude = fallback(blacklist, "BLACKLISTED_TOPICS") or ""
+    return MirrorConfig(
+        source=ClusterConfig("source", src, common=src_security),
+        target=ClusterConfig("target", dst, common=dst_security),
+        group_id=group_id or envvars.get("SOURCE_CLUSTER_CONSUMER_GROUP", environ),
+        topics=TopicSelection(include=split_patterns(include), exclude=split_patterns(exclude)),
+        num_streams=streams,
+        offset_commit_interval_ms=commit,
+        abort_on_send_failure=abort,
+        dialect="kudo",
+        notes=tuple(notes + dst_notes),
+    )

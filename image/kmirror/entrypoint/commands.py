@@ -1,0 +1,152 @@
+"""`kmirror entrypoint`, the image's exec-form ENTRYPOINT, and `kmirror render`, its dry run.
+
+The entrypoint is PID 1 in the container. It renders the templates, then runs the mirror in
+this same process (`kmirror run ...` through `kmirror.cli.main.main`): the supervisor then
+handles SIGTERM (flush, commit, exit 0), reaps every child with waitpid(-1) and its exit code
+becomes the container's. A SIGTERM that arrives before the supervisor has taken over ends the
+entrypoint with 0 at once; PID 1 would otherwise ignore it (no default action for PID 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import shlex
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from types import FrameType
+
+from kmirror.config import env as envvars
+from kmirror.config.log4j import check_level
+from kmirror.entrypoint.render import Plan, build_plan, write_files
+from kmirror.errors import ConfigError
+from kmirror.logsetup import configure
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `render` and `entrypoint` to the `kmirror` command line (cli/main.py calls this)."""
+    render_p = sub.add_parser(
+        "render",
+        help="render the config templates from the environment and print them, secrets masked",
+        description="Render consumer.properties, producer.properties and tools-log4j.properties "
+        "from the environment exactly as the container entrypoint does, check them like "
+        "`kmirror run` would, and print them with every secret as ***. Writes nothing unless "
+        "--output-dir is given.",
+    )
+    render_p.add_argument(
+        "--output-dir", metavar="DIR", help="also write the rendered files there (mode 0600)"
+    )
+    render_p.add_argument("--json", action="store_true", help="machine-readable output")
+    render_p.set_defaults(handler=render)
+    entry = sub.add_parser(
+        "entrypoint",
+        help="the container entrypoint: render the templates from the environment, run the mirror",
+        description="Load the optional .env file (KMIRROR_ENV_FILE), render the templates into "
+        "KMIRROR_CONFIG_DIR (files mode 0600), log them with secrets masked and run the mirror "
+        "with them. Every variable is listed in docs/configuration.md (`kmirror env-docs`).",
+    )
+    entry.set_defaults(handler=entrypoint)
+
+
+class _Stopped(BaseException):
+    """SIGTERM before the mirror's supervisor installed its own handler."""
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise _Stopped(signum)
+
+
+def entrypoint(args: argparse.Namespace) -> int:
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        return _entrypoint()
+    except _Stopped:
+        log.info("SIGTERM before the mirror started: nothing to flush, exiting")
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _entrypoint() -> int:
+    plan = build_plan(os.environ)
+    _configure_logging(plan)
+    for note in plan.notes:
+        log.warning("config: %s", note)
+    directory = write_files(plan)
+    for rendered in plan.files:
+        log.info("rendered %s from %s (secrets masked):\n%s", directory / rendered.name,
+                 plan.origins[rendered.name], _indent(rendered.masked()))  # fmt: skip
+    # The mirror reads KMIRROR_* settings from the environment: give it the .env file's too.
+    for key, value in plan.dotenv.items():
+        os.environ.setdefault(key, value)
+    argv = plan.argv(directory)
+    log.info("starting: kmirror %s", shlex.join(argv))
+    from kmirror.cli.main import main  # noqa: PLC0415 - cli.main imports this module lazily
+
+    return main(argv)
+
+
+def render(args: argparse.Namespace) -> int:
+    plan = build_plan(os.environ)
+    with contextlib.ExitStack() as stack:
+        if args.output_dir:
+            directory = write_files(plan, Path(args.output_dir))
+        else:
+            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="kmirror-render-"))
+            directory = write_files(plan, Path(scratch))
+        # Warnings name the files where the entrypoint would put them, not the scratch copy.
+        shown = str(Path(args.output_dir) if args.output_dir else plan.config_dir)
+        warnings = [
+            *plan.notes,
+            *(n.replace(str(directory), shown) for n in _check(plan, directory)),
+        ]
+    argv = ["kmirror", *plan.argv(Path(args.output_dir) if args.output_dir else None)]
+    if args.json:
+        doc = {
+            "files": {
+                f.name: {
+                    "template": plan.origins[f.name],
+                    "properties": {k: str(v) for k, v in f.props.items()},
+                }
+                for f in plan.files
+            },
+            "command": argv,
+            "warnings": warnings,
+        }
+        print(json.dumps(doc, indent=2))
+    else:
+        for rendered in plan.files:
+            print(f"# {rendered.name} (from {plan.origins[rendered.name]})")
+            print(rendered.masked())
+        print(f"# command\n{shlex.join(argv)}")
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _check(plan: Plan, directory: Path) -> list[str]:
+    """Load the rendered files the way `kmirror run` will: same errors, same warnings."""
+    from kmirror.cli.main import build_parser  # noqa: PLC0415 - see _entrypoint
+    from kmirror.config.loader import load_config  # noqa: PLC0415 - keeps `render --help` light
+
+    args = build_parser().parse_args(plan.argv(directory))
+    return list(load_config(args, plan.environ).notes)
+
+
+def _configure_logging(plan: Plan) -> None:
+    level = check_level(envvars.get("LOG_LEVEL", plan.environ), "LOG_LEVEL")
+    fmt = envvars.get("KMIRROR_LOG_FORMAT", plan.environ).strip().lower()
+    if fmt not in ("text", "json"):
+        raise ConfigError(f"KMIRROR_LOG_FORMAT must be text or json, not {fmt!r}")
+    configure(level, fmt, secrets=plan.secrets())
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.splitlines())

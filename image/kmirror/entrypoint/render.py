@@ -1,0 +1,284 @@
+"""From the container's environment to the files and flags of a MirrorMaker 1 style run.
+
+`build_plan` reads everything (an optional .env file, the KUDO variables, the templates, the
+security variables, mounted secret files) and fails before anything is written or started;
+`write_files` puts the result into a private directory. The mirror then starts exactly as a
+user would start it: `kmirror run --consumer.config ... --producer.config ... --whitelist ...`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import TextIO
+
+from dotenv import dotenv_values
+
+from kmirror.config import env as envvars
+from kmirror.config.kudo import Side, security_from_env
+from kmirror.config.model import ConfValue
+from kmirror.config.secret import Secret, is_secret_key, reveal
+from kmirror.config.values import parse_bool, parse_int
+from kmirror.entrypoint.templating import Expander, Rendered, expand_properties
+from kmirror.errors import ConfigError
+
+CONSUMER, PRODUCER, LOG4J = "consumer.properties", "producer.properties", "tools-log4j.properties"
+TEMPLATES = (CONSUMER, PRODUCER, LOG4J)
+# Which cluster's security variables and which extra-lines variable complete each client file.
+_CLIENT_FILES: Mapping[str, tuple[Side, str]] = {
+    CONSUMER: ("SOURCE_CLUSTER", "KMIRROR_EXTRA_CONSUMER_PROPERTIES"),
+    PRODUCER: ("SINK_CLUSTER", "KMIRROR_EXTRA_PRODUCER_PROPERTIES"),
+}
+_SECURITY_SUFFIXES = ("SECURITY_PROTOCOL", "SASL_MECHANISM", "SASL_USERNAME", "SASL_PASSWORD_FILE",
+                      "SSL_CA_LOCATION", "SSL_CERTIFICATE_LOCATION", "SSL_KEY_LOCATION",
+                      "SSL_KEY_PASSWORD_FILE", "SSL_ENDPOINT_IDENTIFICATION_ALGORITHM")  # fmt: skip
+_KUDO_TYPES = ("SOURCE", "DESTINATION")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything the entrypoint will write and run. Printing it never shows a secret."""
+
+    files: tuple[Rendered, ...]
+    origins: Mapping[str, str]  # file name -> the template it was rendered from
+    options: tuple[str, ...]  # MirrorMaker 1 flags besides the three file paths
+    config_dir: Path
+    environ: Mapping[str, str]  # the process environment + the .env file + KUDO mapping
+    dotenv: Mapping[str, str] = field(default_factory=dict)  # what the .env file added
+    notes: tuple[str, ...] = ()
+
+    def argv(self, directory: Path | None = None) -> list[str]:
+        d = self.config_dir if directory is None else directory
+        return ["run", "--consumer.config", str(d / CONSUMER), "--producer.config",
+                str(d / PRODUCER), "--log4j-config", str(d / LOG4J), *self.options]  # fmt: skip
+
+    def secrets(self) -> list[str]:
+        """Every credential value, for the log redactor (the last line of defence)."""
+        values = [v.reveal() for f in self.files for v in f.props.values() if isinstance(v, Secret)]
+        values += [v for k, v in self.dotenv.items() if is_secret_key(k)]
+        return [v for v in values if v]
+
+    def file(self, name: str) -> Rendered:
+        return next(f for f in self.files if f.name == name)
+
+
+def build_plan(environ: Mapping[str, str]) -> Plan:
+    """Resolve the whole configuration; raise ConfigError (exit 2) naming what is wrong."""
+    notes: list[str] = []
+    dotenv = load_env_file(environ, notes)
+    env = {**dotenv, **{k: v for k, v in environ.items()}}
+    env.update(kudo_bootstrap(env, notes))
+    expander = Expander(env)
+    rendered: dict[str, dict[str, ConfValue]] = {}
+    origins: dict[str, str] = {}
+    for name, (text, origin) in templates(env, notes).items():
+        origins[name] = origin
+        rendered[name] = expand_properties(text, name, expander)
+        extra_var = _CLIENT_FILES[name][1] if name in _CLIENT_FILES else None
+        if extra_var and env.get(extra_var, "").strip():
+            # Appended lines: they win over the template's.
+            rendered[name].update(expand_properties(env[extra_var], extra_var, expander))
+    expander.check()
+    for name, (side, _) in _CLIENT_FILES.items():
+        rendered[name] = _with_security(rendered[name], name, side, env, notes)
+    files = tuple(Rendered(name, props) for name, props in rendered.items())
+    for name, key, variable in (
+        (CONSUMER, "bootstrap.servers", "SOURCE_CLUSTER_BOOTSTRAP_SERVERS"),
+        (CONSUMER, "group.id", "SOURCE_CLUSTER_CONSUMER_GROUP"),
+        (PRODUCER, "bootstrap.servers", "SINK_CLUSTER_BOOTSTRAP_SERVERS"),
+    ):
+        if not reveal(rendered[name].get(key, "")).strip():
+            raise ConfigError(
+                f"{name} renders an empty {key}: set {variable} (or fix the template)"
+            )
+    return Plan(
+        files=files,
+        origins=origins,
+        options=tuple(mirror_options(env)),
+        config_dir=Path(envvars.get("KMIRROR_CONFIG_DIR", env)),
+        environ=env,
+        dotenv=dotenv,
+        notes=tuple(notes),
+    )
+
+
+def load_env_file(environ: Mapping[str, str], notes: list[str]) -> dict[str, str]:
+    """Variables of the optional .env file that the environment does not set itself (the
+    environment wins, as with docker's --env-file and compose). `${VAR}` inside it expands
+    against the environment and the lines above it; a missing variable is an error."""
+    explicit = environ.get("KMIRROR_ENV_FILE", "").strip()
+    path = explicit or envvars.get("KMIRROR_ENV_FILE", {})
+    if not os.path.isfile(path):
+        if explicit:
+            raise ConfigError(f"KMIRROR_ENV_FILE names {path!r}, which is not a file")
+        return {}
+    try:
+        raw = dotenv_values(path, interpolate=False, encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f".env file {path} cannot be read: {exc}") from exc
+    loaded: dict[str, str] = {}
+    for key, value in raw.items():
+        if value is None:
+            notes.append(f"{path}: {key!r} has no '=value'; ignored")
+            continue
+        expander = Expander({**loaded, **environ})
+        expanded, _ = expander.expand(value, f"{path}: {key}")
+        expander.check()
+        if key in environ:
+            notes.append(f"{path}: {key} ignored: the environment sets it")
+        else:
+            loaded[key] = expanded
+    return loaded
+
+
+def kudo_bootstrap(env: Mapping[str, str], notes: list[str]) -> dict[str, str]:
+    """KUDO mode (MIRROR_MAKER_EXTERNAL_BOOTSTRAP_SERVERS set): the source and target
+    bootstrap servers from this cluster, the external one and the external cluster's role."""
+    external = env.get("MIRROR_MAKER_EXTERNAL_BOOTSTRAP_SERVERS", "").strip()
+    if not external:
+        if env.get("MIRROR_MAKER_THIS_BOOTSTRAP_SERVERS", "").strip():
+            notes.append(
+                "MIRROR_MAKER_THIS_BOOTSTRAP_SERVERS ignored: KUDO mode needs "
+                "MIRROR_MAKER_EXTERNAL_BOOTSTRAP_SERVERS too"
+            )
+        return {}
+    this = env.get("MIRROR_MAKER_THIS_BOOTSTRAP_SERVERS", "").strip()
+    if not this:
+        raise ConfigError(
+            "MIRROR_MAKER_THIS_BOOTSTRAP_SERVERS is not set: KUDO mode "
+            "(MIRROR_MAKER_EXTERNAL_BOOTSTRAP_SERVERS is set) needs the bootstrap servers of "
+            "the cluster the mirror runs beside"
+        )
+    kind = env.get("MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE", "").strip()
+    if kind.upper() not in _KUDO_TYPES:
+        raise ConfigError(
+            f"MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE must be SOURCE (the external cluster is "
+            f"the source) or DESTINATION (it is the target), not {kind!r}"
+        )
+    source, sink = (external, this) if kind.upper() == "SOURCE" else (this, external)
+    derived = {"SOURCE_CLUSTER_BOOTSTRAP_SERVERS": source, "SINK_CLUSTER_BOOTSTRAP_SERVERS": sink}
+    for name, value in derived.items():
+        given = env.get(name, "").strip()
+        if given and given != value:
+            raise ConfigError(
+                f"{name}={given!r} contradicts KUDO mode, which makes it {value!r} "
+                f"(MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE={kind}): unset one of them"
+            )
+    return derived
+
+
+def templates(env: Mapping[str, str], notes: list[str]) -> dict[str, tuple[str, str]]:
+    """name -> (template text, where it came from). KMIRROR_TEMPLATE_DIR replaces the built-in
+    templates file by file; a file it lacks falls back to the built-in one."""
+    directory = env.get("KMIRROR_TEMPLATE_DIR", "").strip()
+    if directory and not os.path.isdir(directory):
+        raise ConfigError(f"KMIRROR_TEMPLATE_DIR names {directory!r}, which is not a directory")
+    out: dict[str, tuple[str, str]] = {}
+    for name in TEMPLATES:
+        path = Path(directory, name) if directory else None
+        if path is not None and path.is_file():
+            out[name] = (_read_text(path), str(path))
+        else:
+            if path is not None:
+                notes.append(f"KMIRROR_TEMPLATE_DIR has no {name}: the built-in one is used")
+            out[name] = (builtin_template(name), f"built-in {name}")
+    if directory:
+        # ConfigMap volumes hold ..data and timestamped dirs: not user files.
+        stray = sorted(p for p in os.listdir(directory) if p not in TEMPLATES and p[0] != ".")
+        if stray:
+            notes.append(
+                f"KMIRROR_TEMPLATE_DIR {directory}: {', '.join(stray)} ignored (templates are "
+                f"{', '.join(TEMPLATES)})"
+            )
+    return out
+
+
+def builtin_template(name: str) -> str:
+    return resources.files("kmirror").joinpath("templates", name).read_text(encoding="utf-8")
+
+
+def mirror_options(env: Mapping[str, str]) -> list[str]:
+    """The MirrorMaker 1 flags, each checked here so an error names the variable."""
+
+    def first(*names: str) -> tuple[str, str]:
+        for name in names:
+            if env.get(name, "").strip():
+                return name, env[name].strip()
+        return names[-1], envvars.get(names[-1], env)
+
+    whitelist_var, whitelist = first("MIRROR_MAKER_TOPIC_WHITELIST", "WHITELISTED_TOPICS")
+    if not whitelist.strip():
+        raise ConfigError(f"{whitelist_var} is empty: give a regex such as '.*'")
+    streams_var, streams = first("MIRROR_MAKER_NUM_STREAMS", "NUM_STREAMS")
+    commit = "MIRROR_MAKER_OFFSET_COMMIT_INTERVAL"
+    abort = "MIRROR_MAKER_ABORT_ON_SEND_FAILURE"
+    options = [
+        "--whitelist", whitelist,
+        "--num.streams", str(parse_int(streams, streams_var, minimum=1)),
+        "--offset.commit.interval.ms", str(parse_int(envvars.get(commit, env), commit, minimum=1)),
+        "--abort.on.send.failure", str(parse_bool(envvars.get(abort, env), abort)).lower(),
+    ]  # fmt: skip
+    blacklist = envvars.get("BLACKLISTED_TOPICS", env).strip()
+    if blacklist:
+        options += ["--blacklist", blacklist]
+    return options
+
+
+def write_files(plan: Plan, directory: Path | None = None) -> Path:
+    """Write the rendered files, readable by this user only (they hold credentials)."""
+    target = plan.config_dir if directory is None else directory
+    try:
+        target.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for rendered in plan.files:
+            tmp = target / f".{rendered.name}.tmp"
+            with _private(tmp) as fh:
+                fh.write(rendered.text())
+            os.replace(tmp, target / rendered.name)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the rendered configuration to {target} ({exc.strerror or exc}): "
+            "point KMIRROR_CONFIG_DIR at a writable directory (the image declares /tmp as a "
+            "volume; mount an emptyDir there with a read-only root filesystem)"
+        ) from exc
+    return target
+
+
+@contextlib.contextmanager
+def _private(path: Path) -> Iterator[TextIO]:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    os.fchmod(fd, 0o600)  # a leftover file of that name may have had wider permissions
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        yield fh
+
+
+def _with_security(
+    props: dict[str, ConfValue], name: str, side: Side, env: Mapping[str, str], notes: list[str]
+) -> dict[str, ConfValue]:
+    """A template that sets security.protocol owns its security settings; otherwise they come
+    from the side's *_SECURITY_PROTOCOL / *_SASL_* / *_SSL_* variables."""
+    if "security.protocol" in props:
+        given = [f"{side}_{s}" for s in _SECURITY_SUFFIXES if env.get(f"{side}_{s}", "").strip()]
+        if given:
+            notes.append(f"{', '.join(given)} ignored: {name} sets security.protocol itself")
+        return props
+    security, sec_notes = security_from_env(side, env)
+    notes += sec_notes
+    merged: dict[str, ConfValue] = dict(props)
+    for key, value in security.items():
+        if key in props and str(props[key]) != str(value):
+            notes.append(f"{name} sets {key}; the value from the {side}_* variables is ignored")
+            continue
+        merged[key] = value
+    return merged
+
+
+def _read_text(path: Path) -> str:
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")  # what Java reads .properties as

@@ -1,0 +1,85 @@
+"""Logging for the CLI processes. Only entry points call `configure`; modules just log."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+import time
+from collections.abc import Iterable
+
+# log4j ConversionPattern tokens users bring from tools-log4j.properties.
+_LOG4J_TOKENS = {
+    "%d": "%(asctime)s",
+    "%p": "%(levelname)s",
+    "%m": "%(message)s",
+    "%c": "%(name)s",
+    "%t": "%(threadName)s",
+    "%n": "",
+}
+DEFAULT_PATTERN = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
+_LEVELS = {"TRACE": "DEBUG", "WARN": "WARNING", "FATAL": "CRITICAL", "OFF": "CRITICAL"}
+
+
+def python_level(level: str) -> int:
+    name = _LEVELS.get(level.upper(), level.upper())
+    value = logging.getLevelName(name)
+    return value if isinstance(value, int) else logging.INFO
+
+
+def from_log4j_pattern(pattern: str) -> str:
+    out = re.sub(r"%-?\d*([dpmctn])(\{[^}]*\})?", lambda m: _LOG4J_TOKENS["%" + m[1]], pattern)
+    return out.rstrip() or DEFAULT_PATTERN
+
+
+class Redactor(logging.Filter):
+    """Last line of defence: a secret value that slipped into a message is masked."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        super().__init__()
+        self._secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self._secrets:
+            msg = record.getMessage()
+            masked = msg
+            for s in self._secrets:
+                masked = masked.replace(s, "***")
+            if masked != msg:
+                record.msg, record.args = masked, None
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "process": record.processName,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            doc["exc"] = self.formatException(record.exc_info)
+        return json.dumps(doc)
+
+
+def configure(
+    level: str = "INFO",
+    fmt: str = "text",
+    pattern: str | None = None,
+    secrets: Iterable[str] = (),
+) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter(from_log4j_pattern(pattern) if pattern else DEFAULT_PATTERN))
+    handler.addFilter(Redactor(secrets))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(python_level(level))
+    # librdkafka is chatty at DEBUG and its INFO is what operators need.
+    logging.getLogger("kmirror.librdkafka").setLevel(max(python_level(level), logging.INFO))

@@ -1,0 +1,103 @@
+"""Metrics one mirror stream records. Each stream owns a registry; the supervisor merges the
+streams' samples for the single HTTP port (see aggregate.py)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+# Replication latency spans milliseconds (steady state) to minutes (catching up a backlog).
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900)
+
+
+class LibrdkafkaStats(Collector):
+    """Per-partition lag read from the consumer's latest librdkafka statistics at scrape time:
+    librdkafka already tracks high watermarks and committed offsets, so we don't."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lag: dict[tuple[str, int], int] = {}
+
+    def update(self, stats_json: str) -> None:
+        stats: dict[str, Any] = json.loads(stats_json)
+        lag: dict[tuple[str, int], int] = {}
+        for topic, tstats in stats.get("topics", {}).items():
+            for pid, p in tstats.get("partitions", {}).items():
+                partition = int(pid)
+                # -1 is librdkafka's internal UA partition; only fetched partitions count.
+                if partition < 0 or p.get("fetch_state") in (None, "none", "stopped"):
+                    continue
+                hi, committed = int(p.get("hi_offset", -1)), int(p.get("committed_offset", -1))
+                if hi < 0:
+                    continue
+                lo = int(p.get("lo_offset", 0))
+                base = committed if committed >= 0 else max(lo, 0)
+                lag[(topic, partition)] = max(hi - base, 0)
+        with self._lock:
+            self._lag = lag
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "kmirror_mirror_lag_records",
+            "Source end offset minus the mirror's committed offset, per partition",
+            labels=["topic", "partition"],
+        )
+        with self._lock:
+            for (topic, partition), value in sorted(self._lag.items()):
+                family.add_metric([topic, str(partition)], value)
+        yield family
+
+
+class WorkerMetrics:
+    """Every metric a stream updates. Tests build one on a fresh CollectorRegistry."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.records = Counter(
+            "kmirror_mirror_records", "Records sent to the target", ["topic"], registry=r
+        )
+        self.bytes = Counter(
+            "kmirror_mirror_bytes", "Key plus value bytes sent to the target", ["topic"],
+            registry=r,
+        )
+        self.latency = Histogram(
+            "kmirror_mirror_replication_latency_seconds",
+            "Target acknowledgement time minus source record timestamp (sampled)",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.send_errors = Counter(
+            "kmirror_mirror_send_errors", "Records the target did not acknowledge", ["error"],
+            registry=r,
+        )
+        self.rebalances = Counter(
+            "kmirror_mirror_rebalances", "Partition assignments and revocations", ["kind"],
+            registry=r,
+        )
+        self.commits = Counter(
+            "kmirror_mirror_commits", "Successful source offset commits", registry=r
+        )
+        self.assigned = Gauge(
+            "kmirror_mirror_assigned_partitions", "Source partitions this stream copies",
+            registry=r,
+        )
+        self._last_commit = time.time()
+        Gauge(
+            "kmirror_mirror_seconds_since_last_commit",
+            "Seconds since offsets were last committed (or since start)",
+            registry=r,
+        ).set_function(lambda: time.time() - self._last_commit)
+        self.stats = LibrdkafkaStats()
+        r.register(self.stats)
+
+    def committed(self) -> None:
+        self._last_commit = time.time()
+        self.commits.inc()

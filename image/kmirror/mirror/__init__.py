@@ -1,0 +1,1 @@
+"""The mirror: streams that copy records source -> target and a supervisor that runs them."""

@@ -1,0 +1,239 @@
+"""Runs `num.streams` stream processes in one consumer group and serves their metrics.
+
+Streams are processes, not threads: a stream is CPU bound in Python and threads would share one
+core under the GIL. Kafka's group protocol spreads partitions over streams and over replicas.
+The supervisor is also a proper PID 1: it forwards SIGTERM, reaps every child and exits with
+the streams' code (the first non-zero one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing as mp
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from dataclasses import asdict
+from types import FrameType
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Gauge
+
+from kmirror import __version__
+from kmirror.config.model import MirrorConfig
+from kmirror.config.secret import Secret
+from kmirror.errors import KmirrorError
+from kmirror.logsetup import configure
+from kmirror.metrics.aggregate import StreamsCollector, snapshot
+from kmirror.metrics.http import HealthServer
+from kmirror.metrics.worker import WorkerMetrics
+from kmirror.mirror.stream import Stream, StreamState
+
+log = logging.getLogger(__name__)
+
+PUBLISH_INTERVAL_S = 1.0
+# A commit may flush for up to message.timeout.ms; a stream silent for longer is stuck.
+HEARTBEAT_STALE_S = 120.0
+SHUTDOWN_GRACE_S = 30.0
+
+
+def config_secrets(config: MirrorConfig) -> list[str]:
+    values: list[str] = []
+    for cluster in (config.source, config.target):
+        for conf in (cluster.common, cluster.consumer, cluster.producer, cluster.admin):
+            values += [v.reveal() for v in conf.values() if isinstance(v, Secret)]
+    return values
+
+
+def configure_logging(config: MirrorConfig) -> None:
+    configure(
+        config.log_level,
+        "json" if config.log_json else "text",
+        config.log_pattern,
+        config_secrets(config),
+    )
+
+
+# -- the stream process ----------------------------------------------------------------------
+
+
+def stream_main(config: MirrorConfig, stream_id: int, outbox: Any) -> None:
+    configure_logging(config)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    metrics = WorkerMetrics()
+    last = 0.0
+
+    def publish(state: StreamState, force: bool = False) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if force or now - last >= PUBLISH_INTERVAL_S:
+            last = now
+            with contextlib.suppress(Exception):  # a full pipe must never stop the copy
+                outbox.put_nowait((stream_id, asdict(state), snapshot(metrics.registry)))
+
+    stream = Stream(config, metrics, stop, stream_id, on_tick=publish)
+    code = 0
+    try:
+        stream.run()
+        log.info("stream %d stopped cleanly", stream_id)
+    except KmirrorError as exc:
+        log.error("stream %d stopped: %s", stream_id, exc)
+        code = exc.exit_code
+    except Exception:
+        log.exception("stream %d crashed", stream_id)
+        code = 1
+    publish(stream.state, force=True)
+    outbox.close()
+    outbox.join_thread()
+    sys.exit(code)
+
+
+# -- the supervisor --------------------------------------------------------------------------
+
+
+class Supervisor:
+    def __init__(self, config: MirrorConfig, registry: CollectorRegistry | None = None) -> None:
+        self._config = config
+        self._registry = registry or CollectorRegistry()
+        self._streams = StreamsCollector()
+        self._registry.register(self._streams)
+        info = Gauge("kmirror_info", "kmirror build and dialect", ["version", "dialect"],
+                     registry=self._registry)
+        info.labels(__version__, config.dialect).set(1)
+        self._states: dict[int, dict[str, Any]] = {}
+        self._pids: dict[int, int] = {}  # pid -> stream id
+        self._codes: dict[int, int] = {}  # stream id -> exit code
+        self._stop_requested = 0
+        self._stop_sent = False
+        self._deadline: float | None = None
+        self._server: HealthServer | None = None
+
+    # -- probes --------------------------------------------------------------------------------
+
+    def healthy(self) -> tuple[bool, str]:
+        now = time.time()
+        for sid in range(self._config.num_streams):
+            if sid in self._codes:
+                return False, f"stream {sid} exited with code {self._codes[sid]}"
+            beat = self._states.get(sid, {}).get("heartbeat")
+            if beat is not None and now - beat > HEARTBEAT_STALE_S:
+                return False, f"stream {sid} silent for {now - beat:.0f}s"
+        return True, "ok"
+
+    def ready(self) -> tuple[bool, str]:
+        if self._stop_requested:
+            return False, "stopping"
+        for sid in range(self._config.num_streams):
+            st = self._states.get(sid)
+            if st is None or not st["connected"]:
+                return False, f"stream {sid} not connected yet"
+            if not (st["assigned"] > 0 or st["subscribed"] == 0):
+                return False, f"stream {sid} waiting for partitions"
+        return True, "ready"
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._stop_requested += 1
+        if signum == signal.SIGINT and self._stop_requested > 1:
+            # Second Ctrl-C: the user wants out now.
+            for pid in self._pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            os._exit(130)
+
+    def run(self) -> int:
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        if self._config.metrics_port:
+            self._server = HealthServer(self._config.metrics_port, self._registry,
+                                        self.healthy, self.ready)
+            self._server.start()
+        ctx = mp.get_context("spawn")
+        inbox = ctx.Queue()
+        for sid in range(self._config.num_streams):
+            proc = ctx.Process(target=stream_main, args=(self._config, sid, inbox),
+                               name=f"kmirror-stream-{sid}", daemon=False)
+            proc.start()
+            assert proc.pid is not None
+            self._pids[proc.pid] = sid
+        log.info("started streams=%d group=%s", self._config.num_streams, self._config.group_id)
+        try:
+            while len(self._codes) < self._config.num_streams:
+                self._drain(inbox)
+                self._reap()
+                self._maybe_stop()
+        finally:
+            self._drain(inbox)
+            if self._server:
+                self._server.stop()
+        failed = [c for sid, c in sorted(self._codes.items()) if c != 0]
+        code = failed[0] if failed else 0
+        log.info("kmirror exiting code=%d", code)
+        return code
+
+    def _drain(self, inbox: Any) -> None:
+        deadline = time.monotonic() + 0.2
+        while True:
+            try:
+                sid, state, families = inbox.get(timeout=max(deadline - time.monotonic(), 0))
+            except (queue.Empty, EOFError, OSError):
+                return
+            self._states[sid] = state
+            self._streams.update(sid, families)
+
+    def _reap(self) -> None:
+        # waitpid(-1): as PID 1 we also collect zombies that are not ours.
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            sid = self._pids.pop(pid, None)
+            if sid is None:
+                continue
+            code = os.waitstatus_to_exitcode(status)
+            if code == -signal.SIGTERM and self._stop_sent:
+                # Our SIGTERM arrived before the stream installed its handler, i.e. before it
+                # created any client: nothing was sent, nothing to commit.
+                code = 0
+            code = 128 - code if code < 0 else code  # killed by a signal: shell convention
+            if code == 0 and not self._stop_requested:
+                code = 1  # a stream has no business ending on its own
+            self._codes[sid] = code
+            if code != 0:
+                log.error("stream %d exited code=%d; stopping the others", sid, code)
+                self._stop_requested = max(self._stop_requested, 1)
+
+    def _maybe_stop(self) -> None:
+        if not self._stop_requested:
+            return
+        if not self._stop_sent:
+            self._stop_sent = True
+            self._deadline = time.monotonic() + SHUTDOWN_GRACE_S
+            log.info("stopping: flushing and committing")
+            for pid in self._pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
+        elif self._deadline is not None and time.monotonic() > self._deadline:
+            log.error("streams did not stop within %.0fs; killing them", SHUTDOWN_GRACE_S)
+            for pid in self._pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            self._deadline = None
+
+
+def run_mirror(config: MirrorConfig) -> int:
+    return Supervisor(config).run()

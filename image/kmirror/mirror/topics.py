@@ -1,0 +1,155 @@
+"""Target topic management: create missing topics like their source (partitions and configs),
+propagate partition growth, and refuse layouts that would misplace records. Target data is
+never deleted or shrunk."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import (
+    AdminClient,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+)
+
+from kmirror.config.model import MirrorConfig
+from kmirror.errors import ClusterError, TopicError
+
+log = logging.getLogger(__name__)
+
+ADMIN_TIMEOUT_S = 30.0
+
+
+class TopicManager:
+    """Admin operations on both clusters. Clients are created on first use."""
+
+    def __init__(self, config: MirrorConfig) -> None:
+        self._config = config
+        self._source: AdminClient | None = None
+        self._target: AdminClient | None = None
+        # Topics whose target we created or already grew this run: growth is ours to follow.
+        self._owned: set[str] = set()
+
+    @property
+    def source(self) -> AdminClient:
+        if self._source is None:
+            self._source = AdminClient(self._config.admin_conf("source"))
+        return self._source
+
+    @property
+    def target(self) -> AdminClient:
+        if self._target is None:
+            self._target = AdminClient(self._config.admin_conf("target"))
+        return self._target
+
+    def target_partitions(self, topics: Iterable[str]) -> dict[str, int]:
+        """Partition count of each existing target topic (missing topics are left out)."""
+        md = _metadata(self.target, "target")
+        wanted = set(topics)
+        return {
+            name: len(t.partitions)
+            for name, t in md.topics.items()
+            if name in wanted and t.error is None
+        }
+
+    def ensure(self, source_partitions: Mapping[str, int]) -> None:
+        """Make every selected source topic mirrorable: create, grow or refuse."""
+        mapping = {src: self._config.target_topic(src) for src in source_partitions}
+        existing = self.target_partitions(mapping.values())
+        missing = [src for src, dst in mapping.items() if dst not in existing]
+        if missing:
+            if not self._config.create_topics:
+                raise TopicError(
+                    f"target topics do not exist: {', '.join(mapping[s] for s in missing)}; "
+                    "create them with the source's partition count, or drop --no-create-topics"
+                )
+            self._create(missing, source_partitions, mapping)
+        for src, dst in mapping.items():
+            have, want = existing.get(dst), source_partitions[src]
+            if have is not None and have >= want:
+                self._owned.add(dst)  # mirrored since before any growth: follow it later
+                continue
+            if have is None or self._config.partitioning == "hash":
+                continue
+            if dst not in self._owned:
+                raise TopicError(
+                    f"target topic '{dst}' has {have} partitions but source topic '{src}' has "
+                    f"{want}: records of partitions {have}..{want - 1} would have nowhere to go. "
+                    f"Add partitions on the target (kafka-topics --alter --topic {dst} "
+                    f"--partitions {want}) or run with --partitioning hash"
+                )
+            self._grow(dst, want)
+
+    def _create(
+        self, missing: list[str], partitions: Mapping[str, int], mapping: Mapping[str, str]
+    ) -> None:
+        configs = self._source_configs(missing) if self._config.sync_topic_configs else {}
+        new = [
+            NewTopic(
+                mapping[src],
+                num_partitions=partitions[src],
+                replication_factor=self._config.replication_factor,
+                config=configs.get(src, {}),
+            )
+            for src in missing
+        ]
+        for name, fut in self.target.create_topics(new, request_timeout=ADMIN_TIMEOUT_S).items():
+            try:
+                fut.result()
+                log.info("created target topic topic=%s", name)
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                if err.code() != KafkaError.TOPIC_ALREADY_EXISTS:  # another stream won the race
+                    raise _cluster_error("create target topic " + name, exc) from exc
+            self._owned.add(name)
+
+    def _grow(self, topic: str, count: int) -> None:
+        fut = self.target.create_partitions(
+            [NewPartitions(topic, count)], request_timeout=ADMIN_TIMEOUT_S
+        )[topic]
+        try:
+            fut.result()
+            log.info("grew target topic topic=%s partitions=%d", topic, count)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.INVALID_PARTITIONS:  # already grown elsewhere
+                raise _cluster_error("add partitions to " + topic, exc) from exc
+
+    def _source_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
+        """Topic-level overrides set on the source (not broker defaults), minus the exclusions."""
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
+        result: dict[str, dict[str, str]] = {}
+        for res, fut in self.source.describe_configs(
+            resources, request_timeout=ADMIN_TIMEOUT_S
+        ).items():
+            try:
+                entries = fut.result()
+            except KafkaException as exc:
+                raise _cluster_error("describe source topic " + res.name, exc) from exc
+            result[res.name] = {
+                name: str(e.value)
+                for name, e in entries.items()
+                if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+                and e.value is not None
+                and not self._config.excluded_config(name)
+            }
+        return result
+
+    def own(self, topics: Iterable[str]) -> None:
+        self._owned.update(topics)
+
+
+def _metadata(admin: AdminClient, side: str) -> Any:
+    try:
+        return admin.list_topics(timeout=ADMIN_TIMEOUT_S)
+    except KafkaException as exc:
+        raise _cluster_error(f"read {side} cluster metadata", exc) from exc
+
+
+def _cluster_error(action: str, exc: KafkaException) -> ClusterError:
+    err = exc.args[0] if exc.args else exc
+    return ClusterError(f"could not {action}: {err}")

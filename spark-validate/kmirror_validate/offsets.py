@@ -1,0 +1,302 @@
+"""Which topics to validate and over which offsets: the snapshot, taken with confluent-kafka
+(the mirror's own client library, so the same config and secrets apply), and the bounded wait
+for the target to catch up with it. No Spark here.
+
+The snapshot is taken in three steps so that the result stays exact while producers keep
+writing (docs/validation.md, "Snapshot"):
+
+1. source watermarks ``[low, end)`` per partition: the records that must be on the target;
+2. (optional) wait until the target has caught up with step 1;
+3. target watermarks, then the source end once more (``read_end``). Every record the target
+   holds now was written to the source before this second look, so reading the source up to
+   ``read_end`` sees the original of every target record.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
+
+from kmirror.config.model import MirrorConfig, TopicSelection
+from kmirror.errors import ClusterError, TopicError
+
+log = logging.getLogger(__name__)
+# librdkafka's own log lines (connection refused ...) go through logging, not raw stderr.
+_RDKAFKA_LOG = logging.getLogger("kmirror_validate.librdkafka")
+
+Side = Literal["source", "target"]
+Isolation = Literal["read_committed", "read_uncommitted"]
+TP = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class TopicPlan:
+    """One source topic and where the mirror puts it."""
+
+    source: str
+    target: str
+    partitions: int
+    target_partitions: int | None  # None: the target topic does not exist
+    compacted: bool = False
+
+    @property
+    def missing_topic(self) -> bool:
+        return self.target_partitions is None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Offsets per source (topic, partition) and per target (topic, partition)."""
+
+    source: Mapping[TP, tuple[int, int]]  # [low, end): the records that must be mirrored
+    source_read_end: Mapping[TP, int]  # read the source this far (>= end), see module doc
+    target: Mapping[TP, tuple[int, int]]  # [low, end) of each existing target partition
+    taken_at: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    caught_up: bool
+    waited_s: float
+    lagging: tuple[str, ...] = ()  # "topic/partition" still behind when the wait ended
+
+
+class ClusterClient:
+    """A thin, lazy AdminClient wrapper for one side: nothing connects until first use."""
+
+    def __init__(self, conf: Mapping[str, str], side: Side, bootstrap: str, timeout: float) -> None:
+        self._conf = dict(conf)
+        self.side = side
+        self.bootstrap = bootstrap
+        self.timeout = timeout
+        self._admin: AdminClient | None = None
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient({**self._conf, "logger": _RDKAFKA_LOG})
+        return self._admin
+
+    def _fail(self, action: str, exc: BaseException) -> ClusterError:
+        err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
+        text = err.str() if hasattr(err, "str") else str(err)
+        return ClusterError(
+            f"could not {action} on the {self.side} cluster at {self.bootstrap} within "
+            f"{self.timeout:g}s ({text}): check the bootstrap servers, the network and the "
+            "security settings"
+        )
+
+    def topics(self) -> dict[str, int]:
+        """Partition count of every topic that has no error."""
+        try:
+            md = self.admin.list_topics(timeout=self.timeout)
+        except KafkaException as exc:
+            raise self._fail("read metadata", exc) from exc
+        return {n: len(t.partitions) for n, t in md.topics.items() if t.error is None}
+
+    def compacted(self, topics: Iterable[str]) -> set[str]:
+        """Topics whose cleanup.policy includes compact."""
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
+        if not resources:
+            return set()
+        out: set[str] = set()
+        try:
+            futures = self.admin.describe_configs(resources, request_timeout=self.timeout)
+            for res, fut in futures.items():
+                entry = fut.result().get("cleanup.policy")
+                if entry is not None and "compact" in str(entry.value or ""):
+                    out.add(res.name)
+        except KafkaException as exc:
+            raise self._fail("describe topic configs", exc) from exc
+        return out
+
+    def watermarks(self, tps: Iterable[TP], isolation: Isolation) -> dict[TP, tuple[int, int]]:
+        """(earliest, latest) per partition; with read_committed `latest` is the last stable
+        offset, so an open transaction is never inside a range we read."""
+        wanted = sorted(set(tps))
+        if not wanted:
+            return {}
+        level = (
+            IsolationLevel.READ_COMMITTED
+            if isolation == "read_committed"
+            else IsolationLevel.READ_UNCOMMITTED
+        )
+        result: dict[str, dict[TP, int]] = {}
+        for name, spec in (("low", OffsetSpec.earliest()), ("high", OffsetSpec.latest())):
+            request = {TopicPartition(t, p): spec for t, p in wanted}
+            try:
+                futures = self.admin.list_offsets(
+                    request, isolation_level=level, request_timeout=self.timeout
+                )
+                result[name] = {
+                    (tp.topic, tp.partition): int(fut.result().offset)
+                    for tp, fut in futures.items()
+                }
+            except KafkaException as exc:
+                raise self._fail("list offsets", exc) from exc
+        return {tp: (max(0, result["low"][tp]), max(0, result["high"][tp])) for tp in wanted}
+
+    def committed(self, group: str, tps: Iterable[TP]) -> dict[TP, int]:
+        """The group's committed offsets (partitions without a commit are left out)."""
+        parts = [TopicPartition(t, p) for t, p in sorted(set(tps))]
+        if not parts:
+            return {}
+        request = [ConsumerGroupTopicPartitions(group, parts)]
+        try:
+            fut = self.admin.list_consumer_group_offsets(request, request_timeout=self.timeout)
+            res = fut[group].result()
+        except KafkaException as exc:
+            log.debug("no committed offsets for group=%s: %s", group, exc)
+            return {}
+        return {
+            (tp.topic, tp.partition): int(tp.offset)
+            for tp in res.topic_partitions
+            if tp.error is None and tp.offset >= 0
+        }
+
+
+def clients(config: MirrorConfig, timeout: float) -> tuple[ClusterClient, ClusterClient]:
+    return (
+        ClusterClient(config.admin_conf("source"), "source", config.source.bootstrap_servers,
+                      timeout),
+        ClusterClient(config.admin_conf("target"), "target", config.target.bootstrap_servers,
+                      timeout),
+    )  # fmt: skip
+
+
+def resolve_topics(
+    config: MirrorConfig,
+    source: ClusterClient,
+    target: ClusterClient,
+    selection: TopicSelection | None = None,
+) -> list[TopicPlan]:
+    """Source topics matching the selection (default: the mirror's), each with its target
+    name through the mirror's rename policy and the target's partition count (None: missing)."""
+    selection = selection or config.topics
+    src = source.topics()
+    names = selection.select(set(src))
+    if not names:
+        raise TopicError(
+            f"no source topic at {source.bootstrap} matches include={list(selection.include)} "
+            f"exclude={list(selection.exclude)}: fix --topics / --whitelist (regexes match "
+            "whole topic names)"
+        )
+    tgt = target.topics()
+    compacted = source.compacted(names)
+    return [
+        TopicPlan(
+            source=name,
+            target=config.target_topic(name),
+            partitions=src[name],
+            target_partitions=tgt.get(config.target_topic(name)),
+            compacted=name in compacted,
+        )
+        for name in names
+    ]
+
+
+def source_partitions(plans: Iterable[TopicPlan]) -> list[TP]:
+    return [(p.source, i) for p in plans for i in range(p.partitions)]
+
+
+def target_partitions(plans: Iterable[TopicPlan]) -> list[TP]:
+    return [(p.target, i) for p in plans for i in range(p.target_partitions or 0)]
+
+
+def caught_up(
+    plans: Iterable[TopicPlan],
+    source: Mapping[TP, tuple[int, int]],
+    target: Mapping[TP, tuple[int, int]],
+    committed: Mapping[TP, int],
+    same_partitions: bool = True,
+) -> list[str]:
+    """Partitions ("topic/partition") where the target is still behind the source snapshot.
+
+    A partition has caught up when the mirror's group has committed the snapshot end (it
+    commits only what the target acknowledged) or when the target holds at least as many
+    offsets as the source range spans. The second test suffices for plain topics; compacted
+    and transactional sources have offset gaps, for them only the commit test can succeed.
+    """
+    behind: list[str] = []
+    for plan in plans:
+        if plan.target_partitions is None:
+            behind.append(f"{plan.target} (missing)")
+            continue
+        if not same_partitions:  # records are re-partitioned: compare whole topics
+            want = sum(source[(plan.source, i)][1] - source[(plan.source, i)][0]
+                       for i in range(plan.partitions))  # fmt: skip
+            have = sum(target[(plan.target, i)][1] - target[(plan.target, i)][0]
+                       for i in range(plan.target_partitions))  # fmt: skip
+            done = all(committed.get((plan.source, i), -1) >= source[(plan.source, i)][1]
+                       for i in range(plan.partitions))  # fmt: skip
+            if have < want and not done:
+                behind.append(plan.target)
+            continue
+        for i in range(plan.partitions):
+            low, end = source[(plan.source, i)]
+            if committed.get((plan.source, i), -1) >= end or end == low:
+                continue
+            t = target.get((plan.target, i))
+            if t is None or t[1] - t[0] < end - low:
+                behind.append(f"{plan.target}/{i}")
+    return behind
+
+
+def take_snapshot(
+    config: MirrorConfig,
+    source: ClusterClient,
+    target: ClusterClient,
+    plans: list[TopicPlan],
+    isolation: Isolation,
+    wait_timeout: float = 0.0,
+    poll_interval: float = 2.0,
+    on_wait: Callable[[list[str], float], None] | None = None,
+) -> tuple[Snapshot, WaitResult]:
+    """Source snapshot, bounded wait for the target, then target and source read ends."""
+    src_tps = source_partitions(plans)
+    src = source.watermarks(src_tps, isolation)
+    started = time.monotonic()
+    same = config.partitioning == "same"
+    lagging: list[str] = []
+    current = plans
+    while True:
+        tgt = target.watermarks(target_partitions(current), isolation)
+        if wait_timeout <= 0:
+            break
+        committed = source.committed(config.group_id, src_tps)
+        lagging = caught_up(current, src, tgt, committed, same)
+        waited = time.monotonic() - started
+        if not lagging or waited >= wait_timeout:
+            break
+        if on_wait is not None:
+            on_wait(lagging, waited)
+        time.sleep(min(poll_interval, max(0.0, wait_timeout - waited)))
+        # A mirror creates missing target topics as it goes: look again.
+        if any(p.missing_topic for p in current):
+            current = _refresh_targets(current, target)
+    waited = time.monotonic() - started
+    plans[:] = current
+    read_end = {tp: max(hi, src[tp][1]) for tp, (_, hi) in source.watermarks(src_tps, isolation)
+                .items()}  # fmt: skip
+    snapshot = Snapshot(source=src, source_read_end=read_end, target=tgt)
+    return snapshot, WaitResult(not lagging, round(waited, 3), tuple(lagging))
+
+
+def _refresh_targets(plans: list[TopicPlan], target: ClusterClient) -> list[TopicPlan]:
+    have = target.topics()
+    out = []
+    for p in plans:
+        count = have.get(p.target)
+        out.append(p if count == p.target_partitions else replace(p, target_partitions=count))
+    return out

@@ -1,0 +1,213 @@
+"""Shared fixtures: the two local Kafka clusters, unique names and throw-away topics.
+
+Clusters come from ``KMIRROR_SOURCE_BOOTSTRAP`` / ``KMIRROR_TARGET_BOOTSTRAP`` when both are set
+(``scripts/with-clusters`` sets them); otherwise the first test that asks for ``clusters`` starts
+``source`` (127.0.0.1:19092) and ``target`` (127.0.0.1:29092) with scripts/kafka-local, and the
+session stops them at its end (atexit as a backstop). Tests that need no broker start nothing.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tests.kafkatools import Clusters, create_topic, delete_topic, unique
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+KAFKALOCAL_PATH = REPO_ROOT / "scripts" / "kafkalocal.py"
+
+
+def load_kafkalocal() -> ModuleType:
+    """scripts/kafkalocal.py as a module (scripts/ is not a package)."""
+    name = "kafkalocal"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, KAFKALOCAL_PATH)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {KAFKALOCAL_PATH}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up here
+    spec.loader.exec_module(module)
+    return module
+
+
+def _local_name_for(kl: ModuleType, bootstrap: str) -> str | None:
+    """The kafka-local cluster serving bootstrap on this machine, if any."""
+    for name in kl.known_clusters():
+        with contextlib.suppress(Exception):
+            if kl.load_spec(name).bootstrap == bootstrap:
+                return str(name)
+    return None
+
+
+def _running(kl: ModuleType, name: str) -> bool:
+    pid = kl.read_pid(name)
+    return pid is not None and bool(kl.pid_alive(pid, name))
+
+
+@pytest.fixture(scope="session")
+def clusters() -> Iterator[Clusters]:
+    """The source and target clusters (started on first use unless given by the environment)."""
+    kl = load_kafkalocal()
+    src = os.environ.get("KMIRROR_SOURCE_BOOTSTRAP")
+    tgt = os.environ.get("KMIRROR_TARGET_BOOTSTRAP")
+    if src and tgt:
+        src_name = _local_name_for(kl, src)
+        tgt_name = _local_name_for(kl, tgt)
+        managed = src_name is not None and tgt_name is not None
+        yield Clusters(src, tgt, src_name or "source", tgt_name or "target", managed)
+        return
+
+    names = ["source", "target"]
+    specs = [kl.ClusterSpec(n, kl.DEFAULT_CLUSTERS[n]) for n in names]
+    # Stop only what this session starts; a cluster someone left running stays running.
+    ours = [n for n in names if not _running(kl, n)]
+
+    def stop_ours() -> None:
+        if ours:
+            for line in kl.down(list(ours), keep=False):
+                print(f"[clusters] {line}")
+            ours.clear()
+
+    atexit.register(stop_ours)
+    try:
+        results = kl.up(specs, fresh=True)
+    except kl.ClusterError as exc:
+        stop_ours()
+        pytest.fail(f"could not start the local Kafka clusters:\n{exc}", pytrace=False)
+    try:
+        yield Clusters(
+            results["source"].bootstrap,
+            results["target"].bootstrap,
+            "source",
+            "target",
+            managed=True,
+        )
+    finally:
+        stop_ours()
+
+
+class KafkaLocal:
+    """Stop/start/restart the local clusters from a test; stopped ones restart at teardown."""
+
+    def __init__(self, kl: ModuleType, clusters: Clusters) -> None:
+        self._kl = kl
+        self._aliases = {
+            "source": clusters.source_name,
+            "target": clusters.target_name,
+            clusters.source_name: clusters.source_name,
+            clusters.target_name: clusters.target_name,
+        }
+        self._stopped: set[str] = set()
+
+    def _name(self, name: str) -> str:
+        try:
+            return self._aliases[name]
+        except KeyError:
+            raise ValueError(f"unknown cluster {name!r}; use 'source' or 'target'") from None
+
+    def stop(self, name: str) -> None:
+        """Stop a cluster, keeping its data (SIGTERM, SIGKILL after 20 s)."""
+        n = self._name(name)
+        self._kl.stop([n], keep=True)
+        self._stopped.add(n)
+
+    def kill(self, name: str) -> None:
+        """Stop a cluster without a clean shutdown (SIGKILL at once)."""
+        n = self._name(name)
+        self._kl.stop([n], keep=True, timeout=0)
+        self._stopped.add(n)
+
+    def start(self, name: str, timeout: float = 90.0) -> None:
+        """Start a stopped cluster with its data; returns when it answers metadata requests."""
+        n = self._name(name)
+        self._kl.start([n], timeout)
+        self._stopped.discard(n)
+
+    def restart(self, name: str, timeout: float = 90.0) -> None:
+        n = self._name(name)
+        self._kl.stop([n], keep=True)
+        self._stopped.add(n)
+        self.start(n, timeout)
+
+    def is_healthy(self, name: str) -> bool:
+        return bool(self._kl.status(self._name(name)).healthy)
+
+    def restore(self) -> None:
+        for n in sorted(self._stopped):
+            self._kl.start([n])
+        self._stopped.clear()
+
+
+@pytest.fixture
+def kafka_local(clusters: Clusters) -> Iterator[KafkaLocal]:
+    """Fault injection on the local clusters: stop/start/restart/kill. Any cluster a test left
+    stopped is started again at teardown, so one failing test cannot take the rest down."""
+    if not clusters.managed:
+        pytest.skip(
+            "fault tests need clusters run by scripts/kafka-local on this machine; "
+            f"{clusters.source_bootstrap} / {clusters.target_bootstrap} (from "
+            "KMIRROR_*_BOOTSTRAP) are not"
+        )
+    control = KafkaLocal(load_kafkalocal(), clusters)
+    try:
+        yield control
+    finally:
+        control.restore()
+
+
+@pytest.fixture
+def unique_name() -> Callable[..., str]:
+    """unique_name(prefix="t") -> "prefix-<12 hex>"."""
+    return unique
+
+
+@pytest.fixture
+def make_group_id() -> Callable[..., str]:
+    """make_group_id(prefix="g") -> a consumer group id no other test uses."""
+
+    def make(prefix: str = "g") -> str:
+        return unique(prefix)
+
+    return make
+
+
+MakeTopic = Callable[..., str]
+
+
+@pytest.fixture
+def make_topic() -> Iterator[MakeTopic]:
+    """make_topic(bootstrap, name=None, partitions=1, config=None) -> name.
+
+    Creates the topic, waits until metadata shows it, and deletes it after the test
+    (set KMIRROR_KEEP_TOPICS=1 to keep them for a post-mortem).
+    """
+    created: list[tuple[str, str]] = []
+
+    def make(
+        bootstrap: str,
+        name: str | None = None,
+        partitions: int = 1,
+        config: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> str:
+        topic = name or unique("topic")
+        create_topic(bootstrap, topic, partitions, config, **kwargs)
+        created.append((bootstrap, topic))
+        return topic
+
+    yield make
+    if os.environ.get("KMIRROR_KEEP_TOPICS"):
+        return
+    for bootstrap, topic in created:
+        with contextlib.suppress(Exception):
+            delete_topic(bootstrap, topic, timeout=10, wait=False)
