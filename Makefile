@@ -50,6 +50,12 @@ test-unit: venv ## Pure-logic tests, no broker
 test-integration: setup ## Integration tests against the two local clusters
 	scripts/with-clusters $(PYTEST) -m integration $(PYTEST_ARGS)
 
+test-chart: venv go-tools ## Helm chart: helm lint, ct lint, Kubernetes schemas (3 versions), template tests
+	$(PYTEST) -m chart tests/chart $(PYTEST_ARGS)
+
+chart-docs: venv ## Regenerate the Parameters section of chart/kmirror/README.md from values.yaml
+	$(PY) scripts/chart-docs
+
 test-faults: setup ## The full fault-injection suite (long)
 	KMIRROR_FAULTS=full scripts/with-clusters $(PYTEST) -m slow $(PYTEST_ARGS)
 

@@ -183,8 +183,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.check:
         diff = difflib.unified_diff(
-            current.splitlines(), wanted.splitlines(), "README.md", "README.md (wanted)",
-            lineterm="", n=1,
+            current.splitlines(),
+            wanted.splitlines(),
+            "README.md",
+            "README.md (wanted)",
+            lineterm="",
+            n=1,
         )
         print("\n".join(list(diff)[:40]), file=sys.stderr)
         print(f"chart-docs: {readme_path} is out of date: run `make chart-docs`", file=sys.stderr)

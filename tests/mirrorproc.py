@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -33,7 +34,10 @@ class MirrorProcess:
     """`kmirror <args>` in the background with its stderr captured to a file."""
 
     def __init__(
-        self, args: Sequence[str], log_path: Path, env: Mapping[str, str] | None = None,
+        self,
+        args: Sequence[str],
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
         metrics_port: int | None = None,
     ) -> None:
         self.metrics_port = free_port() if metrics_port is None else metrics_port
@@ -47,8 +51,12 @@ class MirrorProcess:
     def start(self) -> MirrorProcess:
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in wait()
         self.proc = subprocess.Popen(
-            [*KMIRROR, *self.args], stdout=self._log, stderr=subprocess.STDOUT, env=self.env,
-            cwd=REPO_ROOT, start_new_session=True,
+            [*KMIRROR, *self.args],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            cwd=REPO_ROOT,
+            start_new_session=True,
         )
         return self
 
@@ -83,10 +91,8 @@ class MirrorProcess:
     def kill(self) -> int:
         """SIGKILL the whole process group (supervisor and streams): a crash."""
         assert self.proc is not None
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         return self.wait(30)
 
     def running(self) -> bool:
@@ -116,13 +122,19 @@ class MirrorProcess:
         wait_until(ready, timeout, 0.3)
 
 
-def run_cli(args: Sequence[str], timeout: float = 120.0,
-            env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    args: Sequence[str], timeout: float = 120.0, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run `kmirror <args>` to completion."""
     started = time.monotonic()
     result = subprocess.run(
-        [*KMIRROR, *args], capture_output=True, text=True, timeout=timeout,
-        env={**os.environ, **(env or {})}, cwd=REPO_ROOT, check=False,
+        [*KMIRROR, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=REPO_ROOT,
+        check=False,
     )
     result.elapsed = time.monotonic() - started  # type: ignore[attr-defined]
     return result

@@ -76,7 +76,9 @@ def configure(
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter(from_log4j_pattern(pattern) if pattern else DEFAULT_PATTERN))
+        handler.setFormatter(
+            logging.Formatter(from_log4j_pattern(pattern) if pattern else DEFAULT_PATTERN)
+        )
     handler.addFilter(Redactor(secrets))
     root = logging.getLogger()
     root.handlers[:] = [handler]

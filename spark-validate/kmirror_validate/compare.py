@@ -10,9 +10,9 @@ Pipeline (the CLI wires it; tests call the pieces):
     side_rows(source, target)        the union both comparisons read (the CLI caches it)
     partition_counts(rows)           records per side and partition
     slots(rows)                      digest multiset matching: one row per occurrence slot
-    unmatched / pair_differences     missing vs extra vs "same record, a field differs"
-    order_descents / order_violators target order vs source order of the matched records
-    problems(...) + summarize(...)   one row per (topic, partition, kind): count, examples
+    problems(slots)                  missing / extra / duplicate / "a field differs" rows
+    summarize(problems)              one row per (topic, partition, kind): count, examples
+    order_descents / order_violations  target order vs source order of the matched records
 """
 
 from __future__ import annotations
@@ -218,58 +218,125 @@ def matched_counts(slot_rows: DataFrame) -> DataFrame:
     return slot_rows.groupBy(*TP).agg(F.count_if(F.col("kind") == "matched").alias("matched"))
 
 
-def unmatched(slot_rows: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(source records without a twin, target records without a twin), content hashes kept."""
-    cols = ["k1", "vh", "hh", "ts"]
-    src = slot_rows.filter(F.col("kind") == "source").select(
-        *TP, "source_offset", "source_partition", "post", *cols
-    )
-    tgt = slot_rows.filter(F.col("kind") == "target").select(
-        *TP, "target_offset", "target_partition", *cols
-    )
-    return src, tgt
+# Plain tuples on the executors: source (offset, partition, post, k1, vh, hh, ts), target
+# (offset, partition, k1, vh, hh, ts); a problem: (kind, source offset, source partition,
+# target offset, target partition, fields).
+SourceRec = tuple[int, int, bool, int, int, int, int]
+TargetRec = tuple[int, int, int, int, int, int]
+Problem = tuple[str, int | None, int | None, int | None, int | None, list[str]]
+_S_FIELDS = {"k1": 3, "vh": 4, "hh": 5, "ts": 6}
+_T_FIELDS = {"k1": 2, "vh": 3, "hh": 4, "ts": 5}
 
 
-def pair_differences(
-    u_source: DataFrame, u_target: DataFrame
-) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """Tell "a field of the record differs" from "missing + extra": an unmatched source
-    record and an unmatched target record are the same record, damaged, when they agree on
-    the keys of one of PAIRINGS (tried in order; within equal keys, the i-th by offset on
-    each side). Returns (differs, missing, extra); differs lists the fields that differ."""
-    pairs: list[DataFrame] = []
-    s_rest, t_rest = u_source, u_target
+def pair_records(source: Iterable[SourceRec], target: Iterable[TargetRec]) -> list[Problem]:
+    """Classify one partition's unmatched records (those that lost their digest twin).
+
+    A source and a target record are the same record, damaged, when they agree on the
+    fields of one of PAIRINGS; the passes run in order, and within equal keys the i-th
+    source record (by offset) pairs with the i-th target record. Pairs become `differs`
+    (listing the fields that differ); unpaired source records are `missing` (`pending` when
+    newer than the snapshot), unpaired target records `extra`.
+    """
+    s_left = sorted(source)
+    t_left = sorted(target)
+    out: list[Problem] = []
     for keys in PAIRINGS:
-        part = [*TP, *keys]
-        s_rank = F.row_number().over(Window.partitionBy(*part).orderBy("source_offset"))
-        t_rank = F.row_number().over(Window.partitionBy(*part).orderBy("target_offset"))
-        s_side = s_rest.select(
-            *part, "source_offset", "source_partition",
-            *[F.col(c).alias(f"s_{c}") for _, c in FIELDS], s_rank.alias("_i"),
-        )  # fmt: skip
-        t_side = t_rest.select(
-            *part, "target_offset", "target_partition",
-            *[F.col(c).alias(f"t_{c}") for _, c in FIELDS], t_rank.alias("_i"),
-        )  # fmt: skip
-        paired = s_side.join(t_side, [*part, "_i"]).select(
-            *TP, "source_offset", "source_partition", "target_offset", "target_partition",
-            F.filter(
-                F.array(*[
-                    F.when(~F.col(f"s_{c}").eqNullSafe(F.col(f"t_{c}")), F.lit(name))
-                    for name, c in FIELDS
-                ]),
-                lambda x: x.isNotNull(),
-            ).alias("fields"),
-        )  # fmt: skip
-        pairs.append(paired)
-        s_rest = s_rest.join(paired.select(*TP, "source_offset"), [*TP, "source_offset"],
-                             "left_anti")  # fmt: skip
-        t_rest = t_rest.join(paired.select(*TP, "target_offset"), [*TP, "target_offset"],
-                             "left_anti")  # fmt: skip
-    differs = pairs[0]
-    for p in pairs[1:]:
-        differs = differs.unionByName(p)
-    return differs, s_rest, t_rest
+        if not s_left or not t_left:
+            break
+        queues: dict[tuple[int, ...], list[TargetRec]] = {}
+        for t in reversed(t_left):  # reversed + pop(): offset order
+            queues.setdefault(tuple(t[_T_FIELDS[k]] for k in keys), []).append(t)
+        still: list[SourceRec] = []
+        used: set[int] = set()
+        for s in s_left:
+            q = queues.get(tuple(s[_S_FIELDS[k]] for k in keys))
+            if not q:
+                still.append(s)
+                continue
+            t = q.pop()
+            used.add(id(t))
+            fields = [n for n, c in FIELDS if s[_S_FIELDS[c]] != t[_T_FIELDS[c]]]
+            out.append(("differs", s[0], s[1], t[0], t[1], fields))
+        s_left = still
+        t_left = [t for t in t_left if id(t) not in used]
+    out += [("pending" if s[2] else "missing", s[0], s[1], None, None, []) for s in s_left]
+    out += [("extra", None, None, t[0], t[1], []) for t in t_left]
+    return out
+
+
+def _pair_group(
+    group: tuple[tuple[str, int], Iterable[tuple[Any, ...]]],
+) -> list[tuple[Any, ...]]:
+    (topic, partition), items = group
+    src: list[SourceRec] = []
+    tgt: list[TargetRec] = []
+    for side, off, rp, post, k1, vh, hh, ts in items:
+        if side == 0:
+            src.append((off, rp, post, k1, vh, hh, ts))
+        else:
+            tgt.append((off, rp, k1, vh, hh, ts))
+    return [(topic, partition, *p) for p in pair_records(src, tgt)]
+
+
+PROBLEM_SCHEMA = (
+    "topic string, partition int, kind string, source_offset long, source_partition int, "
+    "target_offset long, target_partition int, fields array<string>"
+)
+
+
+def _shape(df: DataFrame, kind: Column, **cols: Column) -> DataFrame:
+    names = ["source_offset", "source_partition", "target_offset", "target_partition"]
+    return df.select(
+        *TP,
+        kind.alias("kind"),
+        *[cols.get(n, F.lit(None)).cast("int" if n.endswith("partition") else "long").alias(n)
+          for n in names],
+        F.array().cast("array<string>").alias("fields"),
+    )  # fmt: skip
+
+
+def problems(slot_rows: DataFrame) -> DataFrame:
+    """One row per problem record (PROBLEM_SCHEMA); kinds: missing, pending, extra,
+    duplicate, differs. Partitions where both sides have unmatched records go through
+    pair_records on the executors; elsewhere unmatched records are missing/extra as is."""
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    k = F.col("kind")
+    src = slot_rows.filter(k == "source")
+    tgt = slot_rows.filter(k == "target")
+    both = F.broadcast(src.select(*TP).distinct().join(tgt.select(*TP).distinct(), TP))
+    lone_src = _shape(
+        src.join(both, TP, "left_anti"),
+        F.when(F.col("post"), F.lit("pending")).otherwise(F.lit("missing")),
+        source_offset=F.col("source_offset"),
+        source_partition=F.col("source_partition"),
+    )
+    lone_tgt = _shape(
+        tgt.join(both, TP, "left_anti"),
+        F.lit("extra"),
+        target_offset=F.col("target_offset"),
+        target_partition=F.col("target_partition"),
+    )
+    dups = _shape(
+        slot_rows.filter(k == "duplicate"),
+        F.lit("duplicate"),
+        source_offset=F.col("dup_of"),
+        source_partition=F.col("dup_of_partition"),
+        target_offset=F.col("target_offset"),
+        target_partition=F.col("target_partition"),
+    )
+    content = ["k1", "vh", "hh", "ts"]
+    to_pair = src.join(both, TP).select(
+        *TP, F.lit(0).alias("side"), F.col("source_offset").alias("off"),
+        F.col("source_partition").alias("rp"), "post", *content,
+    ).unionByName(tgt.join(both, TP).select(
+        *TP, F.lit(1).alias("side"), F.col("target_offset").alias("off"),
+        F.col("target_partition").alias("rp"), F.lit(False).alias("post"), *content,
+    ))  # fmt: skip
+    paired_rdd = (
+        to_pair.rdd.map(lambda r: ((r[0], r[1]), tuple(r[2:]))).groupByKey().flatMap(_pair_group)
+    )
+    paired = slot_rows.sparkSession.createDataFrame(paired_rdd, PROBLEM_SCHEMA)
+    return lone_src.unionByName(lone_tgt).unionByName(dups).unionByName(paired)
 
 
 # --------------------------------------------------------------------------- order
@@ -351,40 +418,6 @@ def order_violations(
 # --------------------------------------------------------------------------- report rows
 
 
-def problems(
-    differs: DataFrame, missing: DataFrame, extra: DataFrame, slot_rows: DataFrame
-) -> DataFrame:
-    """One row per problem record: topic, partition, kind, source/target offset and
-    partition, fields (differs only). Unmatched source records newer than the snapshot are
-    not problems (the target did not have to hold them yet): kind `pending`."""
-    cols = ["source_offset", "source_partition", "target_offset", "target_partition"]
-
-    def shape(df: DataFrame, kind: Column | str, fields: Column | None = None) -> DataFrame:
-        have = set(df.columns)
-        return df.select(
-            *TP,
-            (kind if isinstance(kind, Column) else F.lit(kind)).alias("kind"),
-            *[(F.col(c) if c in have else F.lit(None)).cast(
-                "int" if c.endswith("partition") else "long").alias(c) for c in cols],
-            (fields if fields is not None else F.array().cast("array<string>")).alias("fields"),
-        )  # fmt: skip
-
-    dups = slot_rows.filter(F.col("kind") == "duplicate").select(
-        *TP,
-        F.col("dup_of").alias("source_offset"),
-        F.col("target_offset"),
-        F.col("target_partition"),
-        F.col("dup_of_partition").alias("source_partition"),
-    )
-    miss_kind = F.when(F.col("post"), F.lit("pending")).otherwise(F.lit("missing"))
-    return (
-        shape(missing, miss_kind)
-        .unionByName(shape(extra, "extra"))
-        .unionByName(shape(dups, "duplicate"))
-        .unionByName(shape(differs, "differs", F.col("fields")))
-    )
-
-
 def summarize(problem_rows: DataFrame, max_examples: int) -> DataFrame:
     """Per (topic, partition, kind): count, and the first max_examples problems ordered by
     source offset (then target offset) as an array of structs."""
@@ -445,18 +478,17 @@ def differences(source_kafka: DataFrame, target_kafka: DataFrame,
                 max_examples: int = 10) -> list[Difference]:  # fmt: skip
     """Compare two Kafka-shaped DataFrames (complete ranges, no snapshot subtleties)."""
     rows = side_rows(normalize(source_kafka), normalize(target_kafka, topic_names))
-    s = slots(rows)
-    u_s, u_t = unmatched(s)
-    differs, missing, extra = pair_differences(u_s, u_t)
+    s = slots(rows).persist()
     found = [
         Difference(r["topic"], r["partition"], r["kind"], r["count"],
                    tuple(e.asDict() for e in r["examples"]))
-        for r in summarize(problems(differs, missing, extra, s), max_examples).collect()
+        for r in summarize(problems(s), max_examples).collect()
     ]  # fmt: skip
     pairs = matched_pairs(s)
     for topic, partition, n, ex in order_violations(pairs, order_descents(pairs), max_examples):
         found.append(Difference(topic, partition, "order", n,
                                 tuple({"source_offset": o} for o in ex)))  # fmt: skip
+    s.unpersist()
     return sorted(found, key=lambda d: (d.topic, d.partition, d.kind))
 
 

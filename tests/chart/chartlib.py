@@ -61,8 +61,12 @@ KITCHEN_SINK: dict[str, Any] = {
     "target": {
         "bootstrapServers": "t1.example.com:9093",
         "securityProtocol": "SSL",
-        "tls": {"caSecret": "tgt-tls", "clientCertSecret": "tgt-tls",
-                "keyPasswordKey": "key.password", "endpointIdentificationAlgorithm": "none"},
+        "tls": {
+            "caSecret": "tgt-tls",
+            "clientCertSecret": "tgt-tls",
+            "keyPasswordKey": "key.password",
+            "endpointIdentificationAlgorithm": "none",
+        },
     },
     "consumerGroup": "dr-mirror",
     "whitelist": "orders.*,payments",
@@ -73,38 +77,59 @@ KITCHEN_SINK: dict[str, Any] = {
     "extraConsumerProperties": {"fetch.max.bytes": 52428800},
     "extraProducerProperties": {"compression.type": "zstd", "linger.ms": "20"},
     "logFormat": "json",
-    "extraEnv": [{"name": "POD_NAME",
-                  "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+    "extraEnv": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
     "extraVolumes": [{"name": "templates", "configMap": {"name": "my-templates"}}],
-    "extraVolumeMounts": [{"name": "templates", "mountPath": "/etc/kmirror/templates",
-                           "readOnly": True}],
-    "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["kafka"]}]}]}},
-    "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 100, "podAffinityTerm": {
-            "topologyKey": "kubernetes.io/hostname",
-            "labelSelector": {"matchLabels": {"app.kubernetes.io/component": "mirror"}}}}]}},
+    "extraVolumeMounts": [
+        {"name": "templates", "mountPath": "/etc/kmirror/templates", "readOnly": True}
+    ],
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["kafka"]}]}
+            ]
+        }
+    },
+    "affinity": {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {
+                        "topologyKey": "kubernetes.io/hostname",
+                        "labelSelector": {"matchLabels": {"app.kubernetes.io/component": "mirror"}},
+                    },
+                }
+            ]
+        }
+    },
     "nodeSelector": {"kubernetes.io/os": "linux"},
     "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
-    "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
-                                   "whenUnsatisfiable": "DoNotSchedule",
-                                   "labelSelector": {"matchLabels": {"team": "data"}}}],
+    "topologySpreadConstraints": [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"team": "data"}},
+        }
+    ],
     "priorityClassName": "mirror-critical",
     "podAnnotations": {"example.com/scrape": "false"},
     "podLabels": {"cost-center": "42"},
-    "updateStrategy": {"type": "RollingUpdate",
-                       "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+    "updateStrategy": {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+    },
     "readinessProbe": {"periodSeconds": 20},
     "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/m"}},
     "service": {"annotations": {"a": "b"}, "labels": {"c": "d"}},
     "podMonitor": {"enabled": True, "relabelings": [{"action": "labeldrop", "regex": "pod"}]},
     "pdb": {"minAvailable": "50%", "maxUnavailable": ""},
     "networkPolicy": {
-        "enabled": True, "allowExternalEgress": False,
+        "enabled": True,
+        "allowExternalEgress": False,
         "metricsFrom": [{"namespaceSelector": {"matchLabels": {"name": "monitoring"}}}],
         "extraIngress": [{"from": [{"podSelector": {}}], "ports": [{"port": 8080}]}],
-        "extraEgress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}],
-                         "ports": [{"port": 9094}]}],
+        "extraEgress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": [{"port": 9094}]}],
     },
     "validation": {
         "mode": "digest",
@@ -205,8 +230,12 @@ def _run_helm(key: str) -> tuple[int, str, str]:
             else:
                 real.append(a)
         proc = subprocess.run(
-            [str(require_tool(HELM)), *real], capture_output=True, text=True, timeout=60,
-            pass_fds=tuple(files), check=False,
+            [str(require_tool(HELM)), *real],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            pass_fds=tuple(files),
+            check=False,
         )
     finally:
         for fd in files:
@@ -292,7 +321,9 @@ def pod_spec(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def pod_metadata(doc: Mapping[str, Any]) -> dict[str, Any]:
-    meta: dict[str, Any] = doc["metadata"] if doc["kind"] == "Pod" else doc["spec"]["template"]["metadata"]
+    meta: dict[str, Any] = (
+        doc["metadata"] if doc["kind"] == "Pod" else doc["spec"]["template"]["metadata"]
+    )
     return meta
 
 
@@ -394,8 +425,11 @@ class RunSpec:
         `secrets` (SecretRef -> content) and written as files under secret_dir."""
         secrets = secrets or {}
         missing = sorted(
-            {f"{r.secret}/{r.key}" for r in [*self.secret_env.values(), *self.secret_files.values()]
-             if r not in secrets}
+            {
+                f"{r.secret}/{r.key}"
+                for r in [*self.secret_env.values(), *self.secret_files.values()]
+                if r not in secrets
+            }
         )
         if missing:
             raise ValueError(f"the container needs Secret keys not given: {missing}")
@@ -441,8 +475,7 @@ def run_spec(docs: Rendered) -> RunSpec:
     uid = csc.get("runAsUser", psc.get("runAsUser"))
     gid = csc.get("runAsGroup", psc.get("runAsGroup"))
     volumes = {v["name"]: v for v in spec.get("volumes", [])}
-    tmpfs = [m["mountPath"] for m in c.get("volumeMounts", [])
-             if "emptyDir" in volumes[m["name"]]]
+    tmpfs = [m["mountPath"] for m in c.get("volumeMounts", []) if "emptyDir" in volumes[m["name"]]]
     env = resolve_env(c, docs)
     return RunSpec(
         image=c["image"],

@@ -20,7 +20,10 @@ from tests.chart import chartlib
 pytestmark = pytest.mark.chart
 
 # Prometheus Operator CRDs are not in the Kubernetes schemas; test_resources.py checks them.
-CRD_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor"), ("monitoring.coreos.com/v1", "PodMonitor")}
+CRD_KINDS = {
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("monitoring.coreos.com/v1", "PodMonitor"),
+}
 
 CASES: list[tuple[str, Any]] = [
     *((f.name, f) for f in chartlib.ci_values_files()),
@@ -31,7 +34,9 @@ CASES: list[tuple[str, Any]] = [
 @functools.cache
 def _definitions(version: str) -> Resource[Any]:
     return Resource.from_contents(
-        schema_contents(f"kubernetes-json-schema/v{version}-local-strict/_definitions.json", version)
+        schema_contents(
+            f"kubernetes-json-schema/v{version}-local-strict/_definitions.json", version
+        )
     )
 
 
@@ -60,8 +65,9 @@ def _validate_all(docs: chartlib.Rendered, version: str) -> list[str]:
         if validator is None:
             errors.append(f"{where}: no schema for {doc['apiVersion']} in Kubernetes {version}")
             continue
-        errors += [f"{where} at {list(e.absolute_path)}: {e.message}"
-                   for e in validator.iter_errors(doc)]
+        errors += [
+            f"{where} at {list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)
+        ]
     return errors
 
 
@@ -84,8 +90,9 @@ def test_kubernetes_versions_are_shipped_by_the_wheel() -> None:
 
 @pytest.mark.parametrize("version", chartlib.KUBE_VERSIONS)
 @pytest.mark.parametrize(("name", "values"), CASES, ids=[c[0] for c in CASES])
-def test_manifests_match_kubernetes_schemas(name: str, values: Path | dict[str, Any],
-                                             version: str) -> None:
+def test_manifests_match_kubernetes_schemas(
+    name: str, values: Path | dict[str, Any], version: str
+) -> None:
     docs = chartlib.helm_template(values, kube_version=version)
     assert docs, name
     errors = _validate_all(docs, version)

@@ -20,8 +20,16 @@ def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
     # ct shells out to helm, yamllint and yamale: the pinned helm and the venv's tools first.
     venv_bin = Path(chartlib.REPO_ROOT, ".venv", "bin")
     env["PATH"] = os.pathsep.join([str(chartlib.BIN_DIR), str(venv_bin), env.get("PATH", "")])
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120,
-                          cwd=chartlib.REPO_ROOT, check=False, **kw)  # type: ignore[call-overload]
+    return subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=chartlib.REPO_ROOT,
+        check=False,
+        **kw,
+    )  # type: ignore[call-overload]
 
 
 @pytest.mark.parametrize("values_file", chartlib.ci_values_files(), ids=lambda p: p.name)
@@ -44,12 +52,18 @@ def test_helm_lint_with_defaults_reports_the_required_values() -> None:
 
 def test_ct_lint() -> None:
     ct = str(chartlib.require_tool(chartlib.CT))
-    proc = _run([
-        ct, "lint",
-        "--config", str(chartlib.CT_CONFIG),
-        "--lint-conf", str(chartlib.CT_ETC / "lintconf.yaml"),
-        "--chart-yaml-schema", str(chartlib.CT_ETC / "chart_schema.yaml"),
-    ])
+    proc = _run(
+        [
+            ct,
+            "lint",
+            "--config",
+            str(chartlib.CT_CONFIG),
+            "--lint-conf",
+            str(chartlib.CT_ETC / "lintconf.yaml"),
+            "--chart-yaml-schema",
+            str(chartlib.CT_ETC / "chart_schema.yaml"),
+        ]
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "All charts linted successfully" in out
@@ -71,8 +85,14 @@ def test_ci_files_and_ct_config_pass_yamllint() -> None:
 
 def test_every_ci_file_renders_something_different() -> None:
     rendered = {f.name: chartlib.helm_template(f) for f in chartlib.ci_values_files()}
-    names = {"default-values.yaml", "kudo-destination-values.yaml", "kudo-source-values.yaml",
-             "sasl-ssl-values.yaml", "replicas-0-values.yaml", "monitoring-values.yaml"}
+    names = {
+        "default-values.yaml",
+        "kudo-destination-values.yaml",
+        "kudo-source-values.yaml",
+        "sasl-ssl-values.yaml",
+        "replicas-0-values.yaml",
+        "monitoring-values.yaml",
+    }
     assert names <= set(rendered)
     assert rendered["replicas-0-values.yaml"].deployment["spec"]["replicas"] == 0
     assert rendered["monitoring-values.yaml"].has("ServiceMonitor")

@@ -30,8 +30,15 @@ def _env(values: Any) -> dict[str, Any]:
 
 def test_minimal_values_render_the_documented_defaults() -> None:
     docs = T(MINIMAL)
-    assert docs.kinds() == ["ConfigMap", "Deployment", "Pod", "PodDisruptionBudget", "Service",
-                            "ServiceAccount", "ServiceAccount"]
+    assert docs.kinds() == [
+        "ConfigMap",
+        "Deployment",
+        "Pod",
+        "PodDisruptionBudget",
+        "Service",
+        "ServiceAccount",
+        "ServiceAccount",
+    ]
     dep = docs.deployment
     assert dep["metadata"]["name"] == chartlib.FULLNAME
     assert dep["spec"]["replicas"] == 1
@@ -46,8 +53,10 @@ def test_minimal_values_render_the_documented_defaults() -> None:
     # The image's ENTRYPOINT (`kmirror entrypoint`) runs as is.
     assert "command" not in c and "args" not in c
     assert c["ports"] == [{"name": "metrics", "containerPort": 9404, "protocol": "TCP"}]
-    assert c["resources"] == {"requests": {"cpu": "250m", "memory": "512Mi"},
-                              "limits": {"cpu": "1", "memory": "1Gi"}}
+    assert c["resources"] == {
+        "requests": {"cpu": "250m", "memory": "512Mi"},
+        "limits": {"cpu": "1", "memory": "1Gi"},
+    }
     assert c["envFrom"] == [{"configMapRef": {"name": chartlib.FULLNAME}}]
     assert "env" not in c
     assert docs.configmap == {
@@ -75,12 +84,18 @@ def test_minimal_values_render_the_documented_defaults() -> None:
 def test_probes_hit_healthz_and_readyz_on_the_metrics_port() -> None:
     c = container(T(MINIMAL).deployment)
     assert c["livenessProbe"] == {
-        "httpGet": {"path": "/healthz", "port": "metrics"}, "initialDelaySeconds": 10,
-        "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 6, "successThreshold": 1}
+        "httpGet": {"path": "/healthz", "port": "metrics"},
+        "initialDelaySeconds": 10,
+        "periodSeconds": 10,
+        "timeoutSeconds": 5,
+        "failureThreshold": 6,
+        "successThreshold": 1,
+    }
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
     assert c["readinessProbe"]["failureThreshold"] == 3
-    c = container(T(_with(livenessProbe={"enabled": False},
-                          readinessProbe={"periodSeconds": 30})).deployment)
+    c = container(
+        T(_with(livenessProbe={"enabled": False}, readinessProbe={"periodSeconds": 30})).deployment
+    )
     assert "livenessProbe" not in c
     assert c["readinessProbe"]["periodSeconds"] == 30
     assert "enabled" not in c["readinessProbe"]
@@ -92,8 +107,9 @@ def test_metrics_port_sets_container_port_env_and_probe_target() -> None:
     assert c["ports"][0] == {"name": "metrics", "containerPort": 9500, "protocol": "TCP"}
     assert docs.configmap["KMIRROR_METRICS_PORT"] == "9500"
     svc = docs.one("Service")
-    assert svc["spec"]["ports"] == [{"name": "metrics", "port": 80, "targetPort": "metrics",
-                                     "protocol": "TCP"}]
+    assert svc["spec"]["ports"] == [
+        {"name": "metrics", "port": 80, "targetPort": "metrics", "protocol": "TCP"}
+    ]
 
 
 # ------------------------------------------------------------------- replicas and streams
@@ -124,24 +140,39 @@ def test_num_streams() -> None:
     ("image", "global_", "expected"),
     [
         ({"tag": "1.2.3"}, {}, "ghcr.io/kmirror/mirror:1.2.3"),
-        ({"registry": "123456789012.dkr.ecr.eu-west-1.amazonaws.com", "repository": "team/km"},
-         {}, "123456789012.dkr.ecr.eu-west-1.amazonaws.com/team/km:0.1.0"),
+        (
+            {"registry": "123456789012.dkr.ecr.eu-west-1.amazonaws.com", "repository": "team/km"},
+            {},
+            "123456789012.dkr.ecr.eu-west-1.amazonaws.com/team/km:0.1.0",
+        ),
         ({"registry": ""}, {}, "kmirror/mirror:0.1.0"),
-        ({"tag": "1.2.3", "digest": "sha256:" + "a" * 64}, {},
-         "ghcr.io/kmirror/mirror@sha256:" + "a" * 64),
-        ({"registry": "docker.io"}, {"imageRegistry": "mirror.internal:5000/"},
-         "mirror.internal:5000/kmirror/mirror:0.1.0"),
+        (
+            {"tag": "1.2.3", "digest": "sha256:" + "a" * 64},
+            {},
+            "ghcr.io/kmirror/mirror@sha256:" + "a" * 64,
+        ),
+        (
+            {"registry": "docker.io"},
+            {"imageRegistry": "mirror.internal:5000/"},
+            "mirror.internal:5000/kmirror/mirror:0.1.0",
+        ),
     ],
 )
-def test_mirror_image_reference(image: dict[str, Any], global_: dict[str, Any],
-                                expected: str) -> None:
+def test_mirror_image_reference(
+    image: dict[str, Any], global_: dict[str, Any], expected: str
+) -> None:
     docs = T(_with(image=image, **{"global": global_}))
     assert container(docs.deployment)["image"] == expected
 
 
 def test_pull_policy_and_pull_secrets_reach_every_pod() -> None:
-    docs = T(_with(image={"pullPolicy": "Always"}, imagePullSecrets=["a", {"name": "b"}],
-                   validation={"hook": {"enabled": True}}))
+    docs = T(
+        _with(
+            image={"pullPolicy": "Always"},
+            imagePullSecrets=["a", {"name": "b"}],
+            validation={"hook": {"enabled": True}},
+        )
+    )
     assert container(docs.deployment)["imagePullPolicy"] == "Always"
     for doc, spec in docs.pods():
         assert spec["imagePullSecrets"] == [{"name": "a"}, {"name": "b"}], doc["kind"]
@@ -162,26 +193,35 @@ def test_explicit_source_and_target() -> None:
     assert env["SINK_CLUSTER_BOOTSTRAP_SERVERS"] == "c:3"
 
 
-@pytest.mark.parametrize(("cluster_type", "source", "target"), [
-    ("DESTINATION", "this-kafka:9092", "other-kafka:9092"),
-    ("SOURCE", "other-kafka:9092", "this-kafka:9092"),
-])
-def test_kudo_cluster_type_picks_the_direction(cluster_type: str, source: str,
-                                               target: str) -> None:
-    env = _env({"thisCluster": {"bootstrapServers": "this-kafka:9092"},
-                "external": {"bootstrapServers": "other-kafka:9092",
-                             "clusterType": cluster_type}})
+@pytest.mark.parametrize(
+    ("cluster_type", "source", "target"),
+    [
+        ("DESTINATION", "this-kafka:9092", "other-kafka:9092"),
+        ("SOURCE", "other-kafka:9092", "this-kafka:9092"),
+    ],
+)
+def test_kudo_cluster_type_picks_the_direction(cluster_type: str, source: str, target: str) -> None:
+    env = _env(
+        {
+            "thisCluster": {"bootstrapServers": "this-kafka:9092"},
+            "external": {"bootstrapServers": "other-kafka:9092", "clusterType": cluster_type},
+        }
+    )
     assert env["SOURCE_CLUSTER_BOOTSTRAP_SERVERS"] == source
     assert env["SINK_CLUSTER_BOOTSTRAP_SERVERS"] == target
     # The chart resolves the KUDO direction itself; the image sees one unambiguous pair.
-    assert not any(k.startswith("MIRROR_MAKER_EXTERNAL") or k.startswith("MIRROR_MAKER_THIS")
-                   for k in env)
+    assert not any(
+        k.startswith("MIRROR_MAKER_EXTERNAL") or k.startswith("MIRROR_MAKER_THIS") for k in env
+    )
 
 
 def test_kudo_security_follows_its_cluster() -> None:
-    external = {"bootstrapServers": "msk:9096", "clusterType": "SOURCE",
-                "securityProtocol": "SASL_SSL",
-                "sasl": {"mechanism": "SCRAM-SHA-512", "existingSecret": "ext"}}
+    external = {
+        "bootstrapServers": "msk:9096",
+        "clusterType": "SOURCE",
+        "securityProtocol": "SASL_SSL",
+        "sasl": {"mechanism": "SCRAM-SHA-512", "existingSecret": "ext"},
+    }
     docs = T({"thisCluster": {"bootstrapServers": "this:9092"}, "external": external})
     env = chartlib.resolve_env(container(docs.deployment), docs)
     assert env["SOURCE_CLUSTER_SECURITY_PROTOCOL"] == "SASL_SSL"
@@ -195,10 +235,17 @@ def test_kudo_security_follows_its_cluster() -> None:
 
 
 def test_sasl_ssl_with_existing_secret_and_ca() -> None:
-    source = {"bootstrapServers": "b-1:9096", "securityProtocol": "SASL_SSL",
-              "sasl": {"mechanism": "SCRAM-SHA-512", "existingSecret": "creds",
-                       "usernameKey": "user", "passwordKey": "pass"},
-              "tls": {"caSecret": "ca-secret", "caKey": "root.pem"}}
+    source = {
+        "bootstrapServers": "b-1:9096",
+        "securityProtocol": "SASL_SSL",
+        "sasl": {
+            "mechanism": "SCRAM-SHA-512",
+            "existingSecret": "creds",
+            "usernameKey": "user",
+            "passwordKey": "pass",
+        },
+        "tls": {"caSecret": "ca-secret", "caKey": "root.pem"},
+    }
     docs = T(_with(source=source))
     c = container(docs.deployment)
     env = chartlib.resolve_env(c, docs)
@@ -212,15 +259,21 @@ def test_sasl_ssl_with_existing_secret_and_ca() -> None:
     assert "SOURCE_CLUSTER_SSL_CERTIFICATE_LOCATION" not in env
     # The target stays PLAINTEXT with nothing mounted.
     assert env["SINK_CLUSTER_SECURITY_PROTOCOL"] == "PLAINTEXT"
-    assert not any(k.startswith("SINK_CLUSTER_S") and k != "SINK_CLUSTER_SECURITY_PROTOCOL"
-                   for k in env)
-    assert set(files) == {"/etc/kmirror/secrets/source/sasl/password",
-                          "/etc/kmirror/secrets/source/tls-ca/ca.crt"}
+    assert not any(
+        k.startswith("SINK_CLUSTER_S") and k != "SINK_CLUSTER_SECURITY_PROTOCOL" for k in env
+    )
+    assert set(files) == {
+        "/etc/kmirror/secrets/source/sasl/password",
+        "/etc/kmirror/secrets/source/tls-ca/ca.crt",
+    }
 
 
 def test_sasl_plaintext_mounts_no_tls() -> None:
-    target = {"bootstrapServers": "t:9092", "securityProtocol": "SASL_PLAINTEXT",
-              "sasl": {"mechanism": "PLAIN", "existingSecret": "t-creds"}}
+    target = {
+        "bootstrapServers": "t:9092",
+        "securityProtocol": "SASL_PLAINTEXT",
+        "sasl": {"mechanism": "PLAIN", "existingSecret": "t-creds"},
+    }
     env = _env(_with(target=target))
     assert env["SINK_CLUSTER_SASL_MECHANISM"] == "PLAIN"
     assert env["SINK_CLUSTER_SASL_PASSWORD_FILE"] == "/etc/kmirror/secrets/target/sasl/password"
@@ -228,9 +281,16 @@ def test_sasl_plaintext_mounts_no_tls() -> None:
 
 
 def test_mutual_tls_with_key_password() -> None:
-    target = {"bootstrapServers": "t:9093", "securityProtocol": "SSL",
-              "tls": {"caSecret": "client-tls", "clientCertSecret": "client-tls",
-                      "keyPasswordKey": "key.pass", "endpointIdentificationAlgorithm": "none"}}
+    target = {
+        "bootstrapServers": "t:9093",
+        "securityProtocol": "SSL",
+        "tls": {
+            "caSecret": "client-tls",
+            "clientCertSecret": "client-tls",
+            "keyPasswordKey": "key.pass",
+            "endpointIdentificationAlgorithm": "none",
+        },
+    }
     docs = T(_with(target=target))
     c = container(docs.deployment)
     env = chartlib.resolve_env(c, docs)
@@ -247,18 +307,30 @@ def test_ssl_without_ca_uses_system_cas() -> None:
     env = _env(_with(source={"bootstrapServers": "s:9094", "securityProtocol": "SSL"}))
     assert env["SOURCE_CLUSTER_SECURITY_PROTOCOL"] == "SSL"
     assert "SOURCE_CLUSTER_SSL_CA_LOCATION" not in env
-    assert pod_spec(T(_with(source={"bootstrapServers": "s:9094", "securityProtocol": "SSL"})
-                      ).deployment)["volumes"] == [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
+    assert pod_spec(
+        T(_with(source={"bootstrapServers": "s:9094", "securityProtocol": "SSL"})).deployment
+    )["volumes"] == [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
 
 
 # ---------------------------------------------------------------------------- mirroring
 
 
 def test_mirroring_settings_reach_the_environment() -> None:
-    env = _env(_with(consumerGroup="dr", whitelist="orders,payments", blacklist="orders-tmp",
-                     offsetCommitIntervalMs=5000, abortOnSendFailure=False,
-                     rename={"policy": "prefix", "sourceAlias": "eu"}, partitioning="hash",
-                     replicationFactor=3, logLevel="DEBUG", logFormat="json", strict=True))
+    env = _env(
+        _with(
+            consumerGroup="dr",
+            whitelist="orders,payments",
+            blacklist="orders-tmp",
+            offsetCommitIntervalMs=5000,
+            abortOnSendFailure=False,
+            rename={"policy": "prefix", "sourceAlias": "eu"},
+            partitioning="hash",
+            replicationFactor=3,
+            logLevel="DEBUG",
+            logFormat="json",
+            strict=True,
+        )
+    )
     assert env["SOURCE_CLUSTER_CONSUMER_GROUP"] == "dr"
     assert env["WHITELISTED_TOPICS"] == "orders,payments"
     assert env["BLACKLISTED_TOPICS"] == "orders-tmp"
@@ -274,26 +346,38 @@ def test_mirroring_settings_reach_the_environment() -> None:
 
 
 def test_large_commit_interval_is_not_rendered_in_float_notation() -> None:
-    assert _env(_with(offsetCommitIntervalMs=86400000))[
-        "MIRROR_MAKER_OFFSET_COMMIT_INTERVAL"] == "86400000"
+    assert (
+        _env(_with(offsetCommitIntervalMs=86400000))["MIRROR_MAKER_OFFSET_COMMIT_INTERVAL"]
+        == "86400000"
+    )
 
 
 def test_extra_client_properties_become_properties_lines() -> None:
-    env = _env(_with(extraConsumerProperties={"fetch.max.bytes": 52428800,
-                                              "client.rack": "use1-az1"},
-                     extraProducerProperties={"compression.type": "zstd", "linger.ms": "50"}))
+    env = _env(
+        _with(
+            extraConsumerProperties={"fetch.max.bytes": 52428800, "client.rack": "use1-az1"},
+            extraProducerProperties={"compression.type": "zstd", "linger.ms": "50"},
+        )
+    )
     assert env["KMIRROR_EXTRA_CONSUMER_PROPERTIES"] == (
-        "client.rack=use1-az1\nfetch.max.bytes=52428800")
+        "client.rack=use1-az1\nfetch.max.bytes=52428800"
+    )
     assert env["KMIRROR_EXTRA_PRODUCER_PROPERTIES"] == "compression.type=zstd\nlinger.ms=50"
     assert "KMIRROR_EXTRA_CONSUMER_PROPERTIES" not in _env(MINIMAL)
 
 
 def test_extra_env_volumes_and_mounts() -> None:
-    extra_env = [{"name": "TZ", "value": "UTC"},
-                 {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
-    docs = T(_with(extraEnv=extra_env,
-                   extraVolumes=[{"name": "tpl", "configMap": {"name": "my-tpl"}}],
-                   extraVolumeMounts=[{"name": "tpl", "mountPath": "/etc/kmirror/templates"}]))
+    extra_env = [
+        {"name": "TZ", "value": "UTC"},
+        {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+    ]
+    docs = T(
+        _with(
+            extraEnv=extra_env,
+            extraVolumes=[{"name": "tpl", "configMap": {"name": "my-tpl"}}],
+            extraVolumeMounts=[{"name": "tpl", "mountPath": "/etc/kmirror/templates"}],
+        )
+    )
     c = container(docs.deployment)
     assert c["env"] == extra_env
     assert {"name": "tpl", "configMap": {"name": "my-tpl"}} in pod_spec(docs.deployment)["volumes"]
@@ -307,21 +391,46 @@ def test_resources_override() -> None:
     # helm merges maps with the defaults; null removes a default key.
     res = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": None, "memory": "4Gi"}}
     assert container(T(_with(resources=res)).deployment)["resources"] == {
-        "requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}}
+        "requests": {"cpu": "1", "memory": "2Gi"},
+        "limits": {"memory": "4Gi"},
+    }
 
 
 def test_scheduling_values() -> None:
-    node_affinity = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["mirror"]}]}]}}
-    anti = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]}}
-    spread = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
-               "whenUnsatisfiable": "ScheduleAnyway"}]
+    node_affinity = {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["mirror"]}]}
+            ]
+        }
+    }
+    anti = {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}
+            ]
+        }
+    }
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "ScheduleAnyway",
+        }
+    ]
     tolerations = [{"key": "k", "operator": "Exists"}]
-    spec = pod_spec(T(_with(nodeAffinity=node_affinity, affinity=anti,
-                            nodeSelector={"disk": "ssd"}, tolerations=tolerations,
-                            topologySpreadConstraints=spread,
-                            priorityClassName="high")).deployment)
+    spec = pod_spec(
+        T(
+            _with(
+                nodeAffinity=node_affinity,
+                affinity=anti,
+                nodeSelector={"disk": "ssd"},
+                tolerations=tolerations,
+                topologySpreadConstraints=spread,
+                priorityClassName="high",
+            )
+        ).deployment
+    )
     assert spec["affinity"] == {**anti, "nodeAffinity": node_affinity}
     assert spec["nodeSelector"] == {"disk": "ssd"}
     assert spec["tolerations"] == tolerations
@@ -331,8 +440,13 @@ def test_scheduling_values() -> None:
 
 
 def test_affinity_alone() -> None:
-    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"topologyKey": "kubernetes.io/hostname"}]}}
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
     assert pod_spec(T(_with(affinity=anti)).deployment)["affinity"] == anti
 
 
@@ -343,14 +457,17 @@ def test_pod_annotations_and_labels_stay_out_of_the_selector() -> None:
     assert meta["annotations"]["a"] == "1"
     assert meta["labels"]["team"] == "x"
     assert dep["spec"]["selector"]["matchLabels"] == {
-        "app.kubernetes.io/name": "kmirror", "app.kubernetes.io/instance": chartlib.RELEASE,
-        "app.kubernetes.io/component": "mirror"}
+        "app.kubernetes.io/name": "kmirror",
+        "app.kubernetes.io/instance": chartlib.RELEASE,
+        "app.kubernetes.io/component": "mirror",
+    }
     assert set(dep["spec"]["selector"]["matchLabels"].items()) <= set(meta["labels"].items())
 
 
 def test_update_strategy_and_grace_period() -> None:
-    dep = T(_with(updateStrategy={"type": "Recreate"}, terminationGracePeriodSeconds=120)
-            ).deployment
+    dep = T(
+        _with(updateStrategy={"type": "Recreate"}, terminationGracePeriodSeconds=120)
+    ).deployment
     assert dep["spec"]["strategy"] == {"type": "Recreate"}
     assert pod_spec(dep)["terminationGracePeriodSeconds"] == 120
 
@@ -368,24 +485,32 @@ def _checksum(values: Any) -> str:
     return ann
 
 
-@pytest.mark.parametrize("change", [
-    {"whitelist": "orders"},
-    {"numStreams": 2},
-    {"logLevel": "DEBUG"},
-    {"target": {"bootstrapServers": "other:9092"}},
-    {"extraProducerProperties": {"linger.ms": "5"}},
-    {"source": {"securityProtocol": "SSL"}},
-], ids=lambda c: next(iter(c)))
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"whitelist": "orders"},
+        {"numStreams": 2},
+        {"logLevel": "DEBUG"},
+        {"target": {"bootstrapServers": "other:9092"}},
+        {"extraProducerProperties": {"linger.ms": "5"}},
+        {"source": {"securityProtocol": "SSL"}},
+    ],
+    ids=lambda c: next(iter(c)),
+)
 def test_config_changes_roll_the_pods(change: dict[str, Any]) -> None:
     assert _checksum(MINIMAL) != _checksum([MINIMAL, change])
 
 
-@pytest.mark.parametrize("change", [
-    {"replicaCount": 3},
-    {"resources": {"limits": {"memory": "2Gi"}}},
-    {"podLabels": {"a": "b"}},
-    {"validation": {"mode": "digest"}},
-], ids=lambda c: next(iter(c)))
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"replicaCount": 3},
+        {"resources": {"limits": {"memory": "2Gi"}}},
+        {"podLabels": {"a": "b"}},
+        {"validation": {"mode": "digest"}},
+    ],
+    ids=lambda c: next(iter(c)),
+)
 def test_other_changes_keep_the_checksum(change: dict[str, Any]) -> None:
     assert _checksum(MINIMAL) == _checksum([MINIMAL, change])
 
@@ -393,14 +518,17 @@ def test_other_changes_keep_the_checksum(change: dict[str, Any]) -> None:
 # -------------------------------------------------------------------------------- names
 
 
-@pytest.mark.parametrize(("release", "overrides", "fullname"), [
-    ("rel", {}, "rel-kmirror"),
-    ("kmirror-prod", {}, "kmirror-prod"),
-    ("rel", {"nameOverride": "mm"}, "rel-mm"),
-    ("rel", {"fullnameOverride": "dr-mirror"}, "dr-mirror"),
-    # helm's longest release name; the chart keeps room for "-validate" within 63.
-    ("r" * 53, {}, "r" * 53),
-])
+@pytest.mark.parametrize(
+    ("release", "overrides", "fullname"),
+    [
+        ("rel", {}, "rel-kmirror"),
+        ("kmirror-prod", {}, "kmirror-prod"),
+        ("rel", {"nameOverride": "mm"}, "rel-mm"),
+        ("rel", {"fullnameOverride": "dr-mirror"}, "dr-mirror"),
+        # helm's longest release name; the chart keeps room for "-validate" within 63.
+        ("r" * 53, {}, "r" * 53),
+    ],
+)
 def test_resource_names(release: str, overrides: dict[str, Any], fullname: str) -> None:
     docs = T([MINIMAL, overrides], release=release)
     assert docs.deployment["metadata"]["name"] == fullname

@@ -13,9 +13,11 @@ from tests.chart.chartlib import MINIMAL, container, pod_metadata, pod_spec
 pytestmark = pytest.mark.chart
 
 T = chartlib.helm_template
-MIRROR_SELECTOR = {"app.kubernetes.io/name": "kmirror",
-                   "app.kubernetes.io/instance": chartlib.RELEASE,
-                   "app.kubernetes.io/component": "mirror"}
+MIRROR_SELECTOR = {
+    "app.kubernetes.io/name": "kmirror",
+    "app.kubernetes.io/instance": chartlib.RELEASE,
+    "app.kubernetes.io/component": "mirror",
+}
 
 
 def _with(**overrides: Any) -> list[dict[str, Any]]:
@@ -58,11 +60,14 @@ def test_service_account_for_cloud_iam() -> None:
     assert pod_spec(docs.deployment)["serviceAccountName"] == chartlib.FULLNAME
 
 
-@pytest.mark.parametrize(("sa", "expected"), [
-    ({"create": False}, "default"),
-    ({"create": False, "name": "existing"}, "existing"),
-    ({"create": True, "name": "mine"}, "mine"),
-])
+@pytest.mark.parametrize(
+    ("sa", "expected"),
+    [
+        ({"create": False}, "default"),
+        ({"create": False, "name": "existing"}, "existing"),
+        ({"create": True, "name": "mine"}, "mine"),
+    ],
+)
 def test_service_account_name(sa: dict[str, Any], expected: str) -> None:
     docs = T(_with(serviceAccount=sa))
     assert pod_spec(docs.deployment)["serviceAccountName"] == expected
@@ -81,15 +86,21 @@ def test_api_token_mount_can_be_enabled() -> None:
 
 def test_pdb_defaults_allow_drains() -> None:
     pdb = T(MINIMAL).one("PodDisruptionBudget")
-    assert pdb["spec"] == {"maxUnavailable": 1, "unhealthyPodEvictionPolicy": "AlwaysAllow",
-                           "selector": {"matchLabels": MIRROR_SELECTOR}}
+    assert pdb["spec"] == {
+        "maxUnavailable": 1,
+        "unhealthyPodEvictionPolicy": "AlwaysAllow",
+        "selector": {"matchLabels": MIRROR_SELECTOR},
+    }
 
 
-@pytest.mark.parametrize(("pdb", "expected"), [
-    ({"minAvailable": 1, "maxUnavailable": ""}, {"minAvailable": 1}),
-    ({"minAvailable": "50%", "maxUnavailable": ""}, {"minAvailable": "50%"}),
-    ({"maxUnavailable": "25%"}, {"maxUnavailable": "25%"}),
-])
+@pytest.mark.parametrize(
+    ("pdb", "expected"),
+    [
+        ({"minAvailable": 1, "maxUnavailable": ""}, {"minAvailable": 1}),
+        ({"minAvailable": "50%", "maxUnavailable": ""}, {"minAvailable": "50%"}),
+        ({"maxUnavailable": "25%"}, {"maxUnavailable": "25%"}),
+    ],
+)
 def test_pdb_budget(pdb: dict[str, Any], expected: dict[str, Any]) -> None:
     spec = T(_with(pdb=pdb, replicaCount=2)).one("PodDisruptionBudget")["spec"]
     assert {k: v for k, v in spec.items() if k in ("minAvailable", "maxUnavailable")} == expected
@@ -110,21 +121,34 @@ def test_network_policy_is_off_by_default() -> None:
 
 def test_network_policy_open_egress() -> None:
     np = T(_with(networkPolicy={"enabled": True})).one("NetworkPolicy")
-    assert np["spec"]["podSelector"] == {"matchLabels": {
-        "app.kubernetes.io/name": "kmirror", "app.kubernetes.io/instance": chartlib.RELEASE}}
+    assert np["spec"]["podSelector"] == {
+        "matchLabels": {
+            "app.kubernetes.io/name": "kmirror",
+            "app.kubernetes.io/instance": chartlib.RELEASE,
+        }
+    }
     assert np["spec"]["policyTypes"] == ["Ingress", "Egress"]
     assert np["spec"]["ingress"] == [{"ports": [{"port": "metrics", "protocol": "TCP"}]}]
     assert np["spec"]["egress"] == [{}]
 
 
 def test_network_policy_restricted_egress() -> None:
-    docs = T([MINIMAL, {"source": {"bootstrapServers": "a:9096,b:9096"},
-                        "target": {"bootstrapServers": "c:9093"},
-                        "networkPolicy": {
-                            "enabled": True, "allowExternalEgress": False,
-                            "metricsFrom": [{"namespaceSelector": {}}],
-                            "extraIngress": [{"ports": [{"port": 1}]}],
-                            "extraEgress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]}}])
+    docs = T(
+        [
+            MINIMAL,
+            {
+                "source": {"bootstrapServers": "a:9096,b:9096"},
+                "target": {"bootstrapServers": "c:9093"},
+                "networkPolicy": {
+                    "enabled": True,
+                    "allowExternalEgress": False,
+                    "metricsFrom": [{"namespaceSelector": {}}],
+                    "extraIngress": [{"ports": [{"port": 1}]}],
+                    "extraEgress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}],
+                },
+            },
+        ]
+    )
     spec = docs.one("NetworkPolicy")["spec"]
     assert spec["ingress"] == [
         {"ports": [{"port": "metrics", "protocol": "TCP"}], "from": [{"namespaceSelector": {}}]},
@@ -149,9 +173,17 @@ def test_monitors_are_off_by_default() -> None:
 
 
 def test_service_monitor_scrapes_the_metrics_service() -> None:
-    docs = T(_with(serviceMonitor={"enabled": True, "labels": {"release": "prom"},
-                                   "interval": "15s", "scrapeTimeout": "10s",
-                                   "metricRelabelings": [{"action": "drop"}]}))
+    docs = T(
+        _with(
+            serviceMonitor={
+                "enabled": True,
+                "labels": {"release": "prom"},
+                "interval": "15s",
+                "scrapeTimeout": "10s",
+                "metricRelabelings": [{"action": "drop"}],
+            }
+        )
+    )
     sm = docs.one("ServiceMonitor")
     svc = docs.one("Service")
     assert sm["apiVersion"] == "monitoring.coreos.com/v1"
@@ -160,14 +192,26 @@ def test_service_monitor_scrapes_the_metrics_service() -> None:
     assert sm["spec"]["namespaceSelector"] == {"matchNames": [chartlib.NAMESPACE]}
     [endpoint] = sm["spec"]["endpoints"]
     assert endpoint["port"] in [p["name"] for p in svc["spec"]["ports"]]
-    assert endpoint == {"port": "metrics", "path": "/metrics", "interval": "15s",
-                        "scrapeTimeout": "10s", "honorLabels": False,
-                        "metricRelabelings": [{"action": "drop"}]}
+    assert endpoint == {
+        "port": "metrics",
+        "path": "/metrics",
+        "interval": "15s",
+        "scrapeTimeout": "10s",
+        "honorLabels": False,
+        "metricRelabelings": [{"action": "drop"}],
+    }
 
 
 def test_pod_monitor_scrapes_the_mirror_pods() -> None:
-    docs = T(_with(podMonitor={"enabled": True, "namespace": "monitoring",
-                               "relabelings": [{"action": "labeldrop", "regex": "x"}]}))
+    docs = T(
+        _with(
+            podMonitor={
+                "enabled": True,
+                "namespace": "monitoring",
+                "relabelings": [{"action": "labeldrop", "regex": "x"}],
+            }
+        )
+    )
     pm = docs.one("PodMonitor")
     assert pm["metadata"]["namespace"] == "monitoring"
     assert pm["spec"]["namespaceSelector"] == {"matchNames": [chartlib.NAMESPACE]}
@@ -193,10 +237,17 @@ def test_notes_tell_how_to_watch_lag_and_run_helm_test() -> None:
 
 
 def test_notes_variants() -> None:
-    notes = chartlib.render_notes([MINIMAL, {"service": {"enabled": False},
-                                             "serviceMonitor": {"enabled": False},
-                                             "podMonitor": {"enabled": True},
-                                             "validation": {"hook": {"enabled": True}}}])
+    notes = chartlib.render_notes(
+        [
+            MINIMAL,
+            {
+                "service": {"enabled": False},
+                "serviceMonitor": {"enabled": False},
+                "podMonitor": {"enabled": True},
+                "validation": {"hook": {"enabled": True}},
+            },
+        ]
+    )
     assert f"port-forward deployment/{chartlib.FULLNAME} 9404:9404" in notes
     assert "through the PodMonitor" in notes
     assert f"kubectl -n {chartlib.NAMESPACE} logs job/{chartlib.FULLNAME}-validate" in notes

@@ -21,13 +21,28 @@ CASES: list[tuple[str, Any]] = [
 ]
 
 # https://kubernetes.io/docs/concepts/security/pod-security-standards/ (restricted, latest)
-RESTRICTED_VOLUME_TYPES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
-                           "persistentVolumeClaim", "projected", "secret"}
-SAFE_SYSCTLS = {"kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range",
-                "net.ipv4.ip_unprivileged_port_start", "net.ipv4.tcp_syncookies",
-                "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
-                "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout",
-                "net.ipv4.tcp_keepalive_intvl", "net.ipv4.tcp_keepalive_probes"}
+RESTRICTED_VOLUME_TYPES = {
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+}
+SAFE_SYSCTLS = {
+    "kernel.shm_rmid_forced",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.ping_group_range",
+    "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+}
 
 
 def restricted_violations(spec: Mapping[str, Any]) -> list[str]:
@@ -47,8 +62,11 @@ def restricted_violations(spec: Mapping[str, Any]) -> list[str]:
     if psc.get("runAsUser") == 0:
         out.append("pod runAsUser 0")
     pod_seccomp = psc.get("seccompProfile", {}).get("type")
-    containers = [*spec.get("initContainers", []), *spec["containers"],
-                  *spec.get("ephemeralContainers", [])]
+    containers = [
+        *spec.get("initContainers", []),
+        *spec["containers"],
+        *spec.get("ephemeralContainers", []),
+    ]
     for c in containers:
         name = c["name"]
         csc = c.get("securityContext", {})
@@ -82,13 +100,29 @@ def restricted_violations(spec: Mapping[str, Any]) -> list[str]:
 
 
 def test_checker_catches_the_usual_mistakes() -> None:
-    spec = {"hostNetwork": True, "volumes": [{"name": "h", "hostPath": {"path": "/"}}],
-            "containers": [{"name": "c", "securityContext": {"privileged": True,
-                                                             "capabilities": {"add": ["SYS_ADMIN"]}},
-                            "ports": [{"containerPort": 1, "hostPort": 1}]}]}
+    spec = {
+        "hostNetwork": True,
+        "volumes": [{"name": "h", "hostPath": {"path": "/"}}],
+        "containers": [
+            {
+                "name": "c",
+                "securityContext": {"privileged": True, "capabilities": {"add": ["SYS_ADMIN"]}},
+                "ports": [{"containerPort": 1, "hostPort": 1}],
+            }
+        ],
+    }
     found = "\n".join(restricted_violations(spec))
-    for words in ["hostNetwork", "hostPath", "privileged", "allowPrivilegeEscalation",
-                  "drop ALL", "SYS_ADMIN", "runAsNonRoot", "seccompProfile None", "hostPort"]:
+    for words in [
+        "hostNetwork",
+        "hostPath",
+        "privileged",
+        "allowPrivilegeEscalation",
+        "drop ALL",
+        "SYS_ADMIN",
+        "runAsNonRoot",
+        "seccompProfile None",
+        "hostPort",
+    ]:
         assert words in found, words
 
 
@@ -129,8 +163,15 @@ def test_restricted_settings_by_name(kind: str) -> None:
 
 
 def test_security_contexts_are_overridable() -> None:
-    docs = T([MINIMAL, {"podSecurityContext": {"runAsUser": 1001, "fsGroup": None},
-                        "containerSecurityContext": {"runAsUser": 1001}}])
+    docs = T(
+        [
+            MINIMAL,
+            {
+                "podSecurityContext": {"runAsUser": 1001, "fsGroup": None},
+                "containerSecurityContext": {"runAsUser": 1001},
+            },
+        ]
+    )
     for doc, spec in docs.pods():
         assert spec["securityContext"]["runAsUser"] == 1001
         assert "fsGroup" not in spec["securityContext"]
@@ -178,8 +219,7 @@ def test_password_files_point_at_mounted_secret_keys() -> None:
         c = spec["containers"][0]
         env = chartlib.resolve_env(c, docs)
         files = chartlib.mounted_secret_files(doc, c)
-        pointers = {k: v for k, v in env.items()
-                    if k.endswith(("_PASSWORD_FILE", "_LOCATION"))}
+        pointers = {k: v for k, v in env.items() if k.endswith(("_PASSWORD_FILE", "_LOCATION"))}
         assert len(pointers) == 6, pointers
         for key, path in pointers.items():
             assert path in files, (doc["kind"], key, path)

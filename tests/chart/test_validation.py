@@ -54,10 +54,14 @@ def test_hook_job_is_done_right() -> None:
     assert spec["activeDeadlineSeconds"] == 600
     # A verdict (1 = mismatch, 2 = config error) is final; disruptions are not failures.
     rules = spec["podFailurePolicy"]["rules"]
-    assert rules[0] == {"action": "FailJob", "onExitCodes": {
-        "containerName": "validate", "operator": "In", "values": [1, 2]}}
-    assert rules[1] == {"action": "Ignore",
-                        "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+    assert rules[0] == {
+        "action": "FailJob",
+        "onExitCodes": {"containerName": "validate", "operator": "In", "values": [1, 2]},
+    }
+    assert rules[1] == {
+        "action": "Ignore",
+        "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+    }
     pod = pod_spec(job)
     assert pod["restartPolicy"] == "Never"  # podFailurePolicy requires it
     assert pod["serviceAccountName"] == SA_NAME
@@ -72,8 +76,7 @@ def test_validation_service_account_outlives_the_hook() -> None:
     sa = docs.one("ServiceAccount", SA_NAME)
     assert "helm.sh/hook" not in sa["metadata"].get("annotations", {})
     assert sa["automountServiceAccountToken"] is False
-    docs = T([MINIMAL, {"validation": {"serviceAccount": {
-        "create": False, "name": "shared"}}}])
+    docs = T([MINIMAL, {"validation": {"serviceAccount": {"create": False, "name": "shared"}}}])
     assert [d["metadata"]["name"] for d in docs.of_kind("ServiceAccount")] == [chartlib.FULLNAME]
     assert pod_spec(docs.one("Pod"))["serviceAccountName"] == "shared"
     docs = T([MINIMAL, {"validation": {"serviceAccount": {"annotations": {"iam": "role"}}}}])
@@ -81,9 +84,23 @@ def test_validation_service_account_outlives_the_hook() -> None:
 
 
 def test_hook_settings() -> None:
-    docs = T([MINIMAL, {"validation": {"waitTimeoutSeconds": 100, "hook": {
-        "enabled": True, "weight": -3, "deletePolicy": "before-hook-creation",
-        "backoffLimit": 0, "activeDeadlineSeconds": 400}}}])
+    docs = T(
+        [
+            MINIMAL,
+            {
+                "validation": {
+                    "waitTimeoutSeconds": 100,
+                    "hook": {
+                        "enabled": True,
+                        "weight": -3,
+                        "deletePolicy": "before-hook-creation",
+                        "backoffLimit": 0,
+                        "activeDeadlineSeconds": 400,
+                    },
+                }
+            },
+        ]
+    )
     job = docs.one("Job")
     assert job["metadata"]["annotations"]["helm.sh/hook-weight"] == "-3"
     assert job["metadata"]["annotations"]["helm.sh/hook-delete-policy"] == "before-hook-creation"
@@ -92,10 +109,14 @@ def test_hook_settings() -> None:
     assert _args(job)["--wait-timeout"] == "100"
 
 
-@pytest.mark.parametrize("values", [
-    {"replicaCount": 0, **HOOK_ON},
-    {"validation": {"hook": {"enabled": False}, "test": {"enabled": False}}},
-], ids=["mirror-disabled", "both-off"])
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"replicaCount": 0, **HOOK_ON},
+        {"validation": {"hook": {"enabled": False}, "test": {"enabled": False}}},
+    ],
+    ids=["mirror-disabled", "both-off"],
+)
 def test_nothing_to_validate(values: dict[str, Any]) -> None:
     docs = T([MINIMAL, values])
     assert not docs.has("Job") and not docs.has("Pod")
@@ -108,36 +129,63 @@ def test_hook_without_test_pod() -> None:
 
 
 def test_one_invocation_for_job_and_test_pod() -> None:
-    docs = T([MINIMAL, HOOK_ON, {"validation": {"mode": "digest", "waitTimeoutSeconds": 42,
-                                                "extraArgs": ["--json-out=/tmp/r.json"]}}])
+    docs = T(
+        [
+            MINIMAL,
+            HOOK_ON,
+            {
+                "validation": {
+                    "mode": "digest",
+                    "waitTimeoutSeconds": 42,
+                    "extraArgs": ["--json-out=/tmp/r.json"],
+                }
+            },
+        ]
+    )
     job, pod = docs.one("Job"), docs.one("Pod")
-    assert container(job)["args"] == container(pod)["args"] == [
-        "--source-bootstrap-servers=src-kafka:9092",
-        "--target-bootstrap-servers=tgt-kafka:9092",
-        "--topics=.*",
-        "--mode=digest",
-        "--wait-timeout=42",
-        "--json-out=/tmp/r.json",
-    ]
+    assert (
+        container(job)["args"]
+        == container(pod)["args"]
+        == [
+            "--source-bootstrap-servers=src-kafka:9092",
+            "--target-bootstrap-servers=tgt-kafka:9092",
+            "--topics=.*",
+            "--mode=digest",
+            "--wait-timeout=42",
+            "--json-out=/tmp/r.json",
+        ]
+    )
     # The validate image's ENTRYPOINT is kmirror-validate.
     assert "command" not in container(job)
 
 
 def test_kudo_direction_reaches_the_validation() -> None:
-    docs = T({"thisCluster": {"bootstrapServers": "this:9092"},
-              "external": {"bootstrapServers": "ext:9092", "clusterType": "SOURCE"}})
+    docs = T(
+        {
+            "thisCluster": {"bootstrapServers": "this:9092"},
+            "external": {"bootstrapServers": "ext:9092", "clusterType": "SOURCE"},
+        }
+    )
     args = _args(docs.one("Pod"))
     assert args["--source-bootstrap-servers"] == "ext:9092"
     assert args["--target-bootstrap-servers"] == "this:9092"
 
 
-@pytest.mark.parametrize(("whitelist", "blacklist", "topics", "match", "no_match"), [
-    (".*", "", ".*", ["a", "orders"], []),
-    ("orders.*", "", "orders.*", ["orders", "orders-eu"], ["payments"]),
-    ("topic5, topic6", "", "topic5|topic6", ["topic5", "topic6"], ["topic7", "topic56"]),
-    ("app\\..*,orders", "app\\.tmp.*,x", "^(?!(?:app\\.tmp.*|x)$)(?:app\\..*|orders)$",
-     ["app.a", "orders"], ["app.tmp1", "x", "app", "ordersx"]),
-])
+@pytest.mark.parametrize(
+    ("whitelist", "blacklist", "topics", "match", "no_match"),
+    [
+        (".*", "", ".*", ["a", "orders"], []),
+        ("orders.*", "", "orders.*", ["orders", "orders-eu"], ["payments"]),
+        ("topic5, topic6", "", "topic5|topic6", ["topic5", "topic6"], ["topic7", "topic56"]),
+        (
+            "app\\..*,orders",
+            "app\\.tmp.*,x",
+            "^(?!(?:app\\.tmp.*|x)$)(?:app\\..*|orders)$",
+            ["app.a", "orders"],
+            ["app.tmp1", "x", "app", "ordersx"],
+        ),
+    ],
+)
 def test_validation_topics_derive_from_whitelist_and_blacklist(
     whitelist: str, blacklist: str, topics: str, match: list[str], no_match: list[str]
 ) -> None:
@@ -179,8 +227,10 @@ def test_validation_pod_settings() -> None:
         spec = pod_spec(doc)
         assert c["image"] == "registry.example.com:5000/kmirror/validate:0.1.0"
         assert {"name": "SPARK_LOCAL_IP", "value": "127.0.0.1"} in c["env"]
-        assert c["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"},
-                                  "limits": {"cpu": "2", "memory": "2Gi"}}
+        assert c["resources"] == {
+            "requests": {"cpu": "500m", "memory": "1Gi"},
+            "limits": {"cpu": "2", "memory": "2Gi"},
+        }
         assert {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}} in spec["volumes"]
         meta = pod_metadata(doc)
         assert meta["labels"]["purpose"] == "check"
@@ -196,22 +246,35 @@ def test_validation_pod_settings() -> None:
     assert pod_ann["helm.sh/hook"] == "test"
 
 
-@pytest.mark.parametrize(("image", "global_", "expected"), [
-    ({}, {}, "ghcr.io/kmirror/validate:0.1.0"),
-    ({"tag": "9"}, {}, "ghcr.io/kmirror/validate:9"),
-    ({"registry": "r.example.com"}, {}, "r.example.com/kmirror/validate:0.1.0"),
-    ({"digest": "sha256:" + "b" * 64}, {}, "ghcr.io/kmirror/validate@sha256:" + "b" * 64),
-    ({"registry": "r.example.com"}, {"imageRegistry": "ecr.example.com"},
-     "ecr.example.com/kmirror/validate:0.1.0"),
-])
+@pytest.mark.parametrize(
+    ("image", "global_", "expected"),
+    [
+        ({}, {}, "ghcr.io/kmirror/validate:0.1.0"),
+        ({"tag": "9"}, {}, "ghcr.io/kmirror/validate:9"),
+        ({"registry": "r.example.com"}, {}, "r.example.com/kmirror/validate:0.1.0"),
+        ({"digest": "sha256:" + "b" * 64}, {}, "ghcr.io/kmirror/validate@sha256:" + "b" * 64),
+        (
+            {"registry": "r.example.com"},
+            {"imageRegistry": "ecr.example.com"},
+            "ecr.example.com/kmirror/validate:0.1.0",
+        ),
+    ],
+)
 def test_validation_image(image: dict[str, Any], global_: dict[str, Any], expected: str) -> None:
     docs = T([MINIMAL, {"validation": {"image": image}, "global": global_}])
     assert container(docs.one("Pod"))["image"] == expected
 
 
 def test_validation_image_follows_the_mirror_registry() -> None:
-    docs = T([MINIMAL, {"image": {"registry": "123.dkr.ecr.us-east-1.amazonaws.com"},
-                        "validation": {"image": {"pullPolicy": "Always"}}}])
+    docs = T(
+        [
+            MINIMAL,
+            {
+                "image": {"registry": "123.dkr.ecr.us-east-1.amazonaws.com"},
+                "validation": {"image": {"pullPolicy": "Always"}},
+            },
+        ]
+    )
     c = container(docs.one("Pod"))
     assert c["image"] == "123.dkr.ecr.us-east-1.amazonaws.com/kmirror/validate:0.1.0"
     assert c["imagePullPolicy"] == "Always"

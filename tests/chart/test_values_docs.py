@@ -59,8 +59,11 @@ def _key_mismatches(values: Any, schema: dict[str, Any], path: str = "") -> list
                 out.append(f"{path}{key}: in values.yaml, not in values.schema.json")
             continue
         out += _key_mismatches(values[key], props[key], f"{path}{key}.")
-    out += [f"{path}{key}: in values.schema.json, not in values.yaml"
-            for key in props if key not in values and f"{path}{key}" not in OPTIONAL_IN_VALUES]
+    out += [
+        f"{path}{key}: in values.schema.json, not in values.yaml"
+        for key in props
+        if key not in values and f"{path}{key}" not in OPTIONAL_IN_VALUES
+    ]
     return out
 
 
@@ -73,26 +76,68 @@ def test_every_value_is_documented() -> None:
     sections = _chartdocs().collect((chartlib.CHART_DIR / "values.yaml").read_text())
     documented = {p.path for s in sections for p in s.params}
     # The values, all documented.
-    for path in ["replicaCount", "numStreams", "image.registry", "image.repository", "image.tag",
-                 "image.digest", "image.pullPolicy", "imagePullSecrets",
-                 "thisCluster.bootstrapServers", "external.bootstrapServers",
-                 "external.clusterType", "source.securityProtocol", "source.sasl.mechanism",
-                 "source.sasl.existingSecret", "source.sasl.usernameKey",
-                 "source.sasl.passwordKey", "source.tls.caSecret", "source.tls.clientCertSecret",
-                 "target.bootstrapServers", "whitelist", "blacklist", "offsetCommitIntervalMs",
-                 "abortOnSendFailure", "rename.policy", "extraConsumerProperties",
-                 "extraProducerProperties", "logLevel", "extraEnv", "resources", "nodeAffinity",
-                 "affinity", "nodeSelector", "tolerations", "topologySpreadConstraints",
-                 "priorityClassName", "podAnnotations", "podLabels", "podSecurityContext",
-                 "containerSecurityContext", "serviceAccount.create", "serviceAccount.name",
-                 "serviceAccount.annotations", "service.enabled", "serviceMonitor.enabled",
-                 "podMonitor.enabled", "pdb.create", "networkPolicy.enabled",
-                 "livenessProbe.enabled", "readinessProbe.enabled", "validation.hook.enabled",
-                 "validation.image.repository", "validation.topics", "validation.mode",
-                 "validation.waitTimeoutSeconds", "validation.resources",
-                 "validation.hook.weight", "validation.hook.deletePolicy",
-                 "validation.hook.backoffLimit", "validation.hook.activeDeadlineSeconds",
-                 "validation.test.enabled"]:
+    for path in [
+        "replicaCount",
+        "numStreams",
+        "image.registry",
+        "image.repository",
+        "image.tag",
+        "image.digest",
+        "image.pullPolicy",
+        "imagePullSecrets",
+        "thisCluster.bootstrapServers",
+        "external.bootstrapServers",
+        "external.clusterType",
+        "source.securityProtocol",
+        "source.sasl.mechanism",
+        "source.sasl.existingSecret",
+        "source.sasl.usernameKey",
+        "source.sasl.passwordKey",
+        "source.tls.caSecret",
+        "source.tls.clientCertSecret",
+        "target.bootstrapServers",
+        "whitelist",
+        "blacklist",
+        "offsetCommitIntervalMs",
+        "abortOnSendFailure",
+        "rename.policy",
+        "extraConsumerProperties",
+        "extraProducerProperties",
+        "logLevel",
+        "extraEnv",
+        "resources",
+        "nodeAffinity",
+        "affinity",
+        "nodeSelector",
+        "tolerations",
+        "topologySpreadConstraints",
+        "priorityClassName",
+        "podAnnotations",
+        "podLabels",
+        "podSecurityContext",
+        "containerSecurityContext",
+        "serviceAccount.create",
+        "serviceAccount.name",
+        "serviceAccount.annotations",
+        "service.enabled",
+        "serviceMonitor.enabled",
+        "podMonitor.enabled",
+        "pdb.create",
+        "networkPolicy.enabled",
+        "livenessProbe.enabled",
+        "readinessProbe.enabled",
+        "validation.hook.enabled",
+        "validation.image.repository",
+        "validation.topics",
+        "validation.mode",
+        "validation.waitTimeoutSeconds",
+        "validation.resources",
+        "validation.hook.weight",
+        "validation.hook.deletePolicy",
+        "validation.hook.backoffLimit",
+        "validation.hook.activeDeadlineSeconds",
+        "validation.test.enabled",
+    ]:
         assert path in documented, path
 
 
@@ -110,7 +155,7 @@ def test_generator_refuses_undocumented_and_unknown_values() -> None:
 def test_generated_table_shows_the_real_defaults() -> None:
     readme = (chartlib.CHART_DIR / "README.md").read_text()
     assert "| `replicaCount` |" in readme
-    assert '| `validation.mode` | `count` (records per partition)' in readme
+    assert "| `validation.mode` | `count` (records per partition)" in readme
     assert "`SOURCE` (external is the source) or `DESTINATION`" in readme
     row = next(line for line in readme.splitlines() if line.startswith("| `whitelist` |"))
     assert row.endswith("| `.*` |"), row
@@ -132,8 +177,7 @@ def test_schema_accepts_the_defaults_and_every_ci_file() -> None:
 
 def _merge(base: Any, over: Any) -> Any:
     if isinstance(base, dict) and isinstance(over, dict):
-        return {k: _merge(base.get(k), over[k]) if k in over else base[k]
-                for k in {**base, **over}}
+        return {k: _merge(base.get(k), over[k]) if k in over else base[k] for k in {**base, **over}}
     return over
 
 

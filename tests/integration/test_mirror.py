@@ -9,23 +9,51 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 
-from tests.kafkatools import Clusters, Rec, consume_all, end_offsets, produce, topic_partitions, wait_until
+from tests.kafkatools import (
+    Clusters,
+    Rec,
+    consume_all,
+    end_offsets,
+    produce,
+    topic_partitions,
+    wait_until,
+)
 from tests.mirrorproc import MirrorProcess, run_cli, write_properties
 
 pytestmark = pytest.mark.integration
 
 
-def mm1_args(tmp: Path, clusters: Clusters, group: str, whitelist: str,
-             consumer: dict[str, object] | None = None,
-             producer: dict[str, object] | None = None, *extra: str) -> list[str]:
-    cprops = write_properties(tmp / "consumer.properties", {
-        "bootstrap.servers": clusters.source_bootstrap, "group.id": group, **(consumer or {})})
-    pprops = write_properties(tmp / "producer.properties", {
-        "bootstrap.servers": clusters.target_bootstrap, **(producer or {})})
-    return ["run", "--consumer.config", str(cprops), "--producer.config", str(pprops),
-            "--whitelist", whitelist, "--offset.commit.interval.ms", "1000", *extra]
+def mm1_args(
+    tmp: Path,
+    clusters: Clusters,
+    group: str,
+    whitelist: str,
+    consumer: dict[str, object] | None = None,
+    producer: dict[str, object] | None = None,
+    *extra: str,
+) -> list[str]:
+    cprops = write_properties(
+        tmp / "consumer.properties",
+        {"bootstrap.servers": clusters.source_bootstrap, "group.id": group, **(consumer or {})},
+    )
+    pprops = write_properties(
+        tmp / "producer.properties",
+        {"bootstrap.servers": clusters.target_bootstrap, **(producer or {})},
+    )
+    return [
+        "run",
+        "--consumer.config",
+        str(cprops),
+        "--producer.config",
+        str(pprops),
+        "--whitelist",
+        whitelist,
+        "--offset.commit.interval.ms",
+        "1000",
+        *extra,
+    ]
 
 
 def target_has(clusters: Clusters, topic: str, count: int) -> Callable[[], bool]:
@@ -34,6 +62,7 @@ def target_has(clusters: Clusters, topic: str, count: int) -> Callable[[], bool]
             return sum(end_offsets(clusters.target_bootstrap, topic).values()) >= count
         except Exception:
             return False
+
     return check
 
 
@@ -58,13 +87,19 @@ def sample_records(n: int, partitions: int) -> list[dict[str, object]]:
     base = int(time.time() * 1000) - 3_600_000
     recs: list[dict[str, object]] = []
     for i in range(n):
-        recs.append({
-            "partition": i % partitions,
-            "key": f"k{i}".encode(),
-            "value": bytes([i % 256]) * (i % 50) + f"v{i}".encode(),
-            "headers": [("h", b"1"), ("h", bytes([0, 255, i % 256])), ("trace", f"{i}".encode())],
-            "timestamp": base + i,
-        })
+        recs.append(
+            {
+                "partition": i % partitions,
+                "key": f"k{i}".encode(),
+                "value": bytes([i % 256]) * (i % 50) + f"v{i}".encode(),
+                "headers": [
+                    ("h", b"1"),
+                    ("h", bytes([0, 255, i % 256])),
+                    ("trace", f"{i}".encode()),
+                ],
+                "timestamp": base + i,
+            }
+        )
     return recs
 
 
@@ -75,15 +110,20 @@ def test_byte_exact_copy(tmp_path: Path, clusters: Clusters, make_topic, unique_
         {"partition": 0, "key": None, "value": b"null key"},
         {"partition": 0, "key": b"", "value": b"empty key", "timestamp": base},
         {"partition": 1, "key": b"tomb", "value": None, "timestamp": base + 1},
-        {"partition": 1, "key": b"\x00\xff\x10", "value": b"\x00" * 1000,
-         "headers": [("dup", b"a"), ("dup", b"b"), ("nil", None), ("", b"empty-name")],
-         "timestamp": base + 2},
+        {
+            "partition": 1,
+            "key": b"\x00\xff\x10",
+            "value": b"\x00" * 1000,
+            "headers": [("dup", b"a"), ("dup", b"b"), ("nil", None), ("", b"empty-name")],
+            "timestamp": base + 2,
+        },
         {"partition": 2, "key": b"big", "value": b"x" * 200_000, "timestamp": 1},
     ]
     produce(clusters.source_bootstrap, topic, edge + sample_records(500, 3))
     src = consume_all(clusters.source_bootstrap, topic)
-    with MirrorProcess(mm1_args(tmp_path, clusters, unique_name("g"), topic),
-                       tmp_path / "mirror.log") as m:
+    with MirrorProcess(
+        mm1_args(tmp_path, clusters, unique_name("g"), topic), tmp_path / "mirror.log"
+    ) as m:
         wait_until(target_has(clusters, topic, len(src)), 60, message="target caught up")
         assert m.stop() == 0, m.log
     dst = consume_all(clusters.target_bootstrap, topic)
@@ -92,8 +132,9 @@ def test_byte_exact_copy(tmp_path: Path, clusters: Clusters, make_topic, unique_
     assert dst[0].key is None and dst[1].key == b""
 
 
-def test_sigterm_commits_and_restart_loses_nothing(tmp_path: Path, clusters: Clusters,
-                                                   make_topic, unique_name) -> None:
+def test_sigterm_commits_and_restart_loses_nothing(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=4)
     group = unique_name("g")
     produce(clusters.source_bootstrap, topic, sample_records(2000, 4))
@@ -107,12 +148,14 @@ def test_sigterm_commits_and_restart_loses_nothing(tmp_path: Path, clusters: Clu
         wait_until(target_has(clusters, topic, 3000), 60)
         assert m.stop() == 0, m.log
     # A clean stop commits everything: the restart resends nothing.
-    assert_same(consume_all(clusters.source_bootstrap, topic),
-                consume_all(clusters.target_bootstrap, topic))
+    assert_same(
+        consume_all(clusters.source_bootstrap, topic), consume_all(clusters.target_bootstrap, topic)
+    )
 
 
-def test_kill9_then_restart_loses_nothing(tmp_path: Path, clusters: Clusters,
-                                          make_topic, unique_name) -> None:
+def test_kill9_then_restart_loses_nothing(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=2)
     produce(clusters.source_bootstrap, topic, sample_records(3000, 2))
     args = mm1_args(tmp_path, clusters, unique_name("g"), topic)
@@ -128,16 +171,25 @@ def test_kill9_then_restart_loses_nothing(tmp_path: Path, clusters: Clusters,
     assert src <= dst  # at-least-once: duplicates allowed, nothing missing
 
 
-def test_regex_selection_and_new_topic_while_running(tmp_path: Path, clusters: Clusters,
-                                                     make_topic, unique_name) -> None:
+def test_regex_selection_and_new_topic_while_running(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+) -> None:
     prefix = unique_name("sel")
     keep = make_topic(clusters.source_bootstrap, f"{prefix}.orders")
     skip = make_topic(clusters.source_bootstrap, f"{prefix}.orders-internal")
     other = make_topic(clusters.source_bootstrap, f"other-{prefix}")
     for t in (keep, skip, other):
         produce(clusters.source_bootstrap, t, sample_records(10, 1))
-    args = mm1_args(tmp_path, clusters, unique_name("g"), rf"{prefix}\..*", None, None,
-                    "--blacklist", r".*-internal")
+    args = mm1_args(
+        tmp_path,
+        clusters,
+        unique_name("g"),
+        rf"{prefix}\..*",
+        None,
+        None,
+        "--blacklist",
+        r".*-internal",
+    )
     with MirrorProcess(args, tmp_path / "m.log") as m:
         wait_until(target_has(clusters, keep, 10), 60)
         late = make_topic(clusters.source_bootstrap, f"{prefix}.late", partitions=2)
@@ -150,18 +202,28 @@ def test_regex_selection_and_new_topic_while_running(tmp_path: Path, clusters: C
 
     target_topics = list_topics(clusters.target_bootstrap)
     assert skip not in target_topics and other not in target_topics
-    assert_same(consume_all(clusters.source_bootstrap, late),
-                consume_all(clusters.target_bootstrap, late))
+    assert_same(
+        consume_all(clusters.source_bootstrap, late), consume_all(clusters.target_bootstrap, late)
+    )
 
 
-def test_topic_created_with_source_configs(tmp_path: Path, clusters: Clusters, make_topic,
-                                           unique_name) -> None:
-    topic = make_topic(clusters.source_bootstrap, partitions=5, config={
-        "cleanup.policy": "compact", "retention.ms": "123456789", "min.insync.replicas": "1",
-        "max.message.bytes": "2000000"})
+def test_topic_created_with_source_configs(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+) -> None:
+    topic = make_topic(
+        clusters.source_bootstrap,
+        partitions=5,
+        config={
+            "cleanup.policy": "compact",
+            "retention.ms": "123456789",
+            "min.insync.replicas": "1",
+            "max.message.bytes": "2000000",
+        },
+    )
     produce(clusters.source_bootstrap, topic, sample_records(10, 5))
-    with MirrorProcess(mm1_args(tmp_path, clusters, unique_name("g"), topic),
-                       tmp_path / "m.log") as m:
+    with MirrorProcess(
+        mm1_args(tmp_path, clusters, unique_name("g"), topic), tmp_path / "m.log"
+    ) as m:
         wait_until(target_has(clusters, topic, 10), 60)
         assert m.stop() == 0, m.log
     admin = AdminClient({"bootstrap.servers": clusters.target_bootstrap})
@@ -171,19 +233,20 @@ def test_topic_created_with_source_configs(tmp_path: Path, clusters: Clusters, m
     assert conf["retention.ms"].value == "123456789"
     assert conf["max.message.bytes"].value == "2000000"
     # Excluded like MM2's config.properties.exclude: stays the target's default.
-    assert conf["min.insync.replicas"].is_default
+    assert conf["min.insync.replicas"].source != ConfigSource.DYNAMIC_TOPIC_CONFIG.value
     assert topic_partitions(clusters.target_bootstrap, topic) == [0, 1, 2, 3, 4]
 
 
-def test_partition_growth_is_propagated(tmp_path: Path, clusters: Clusters, make_topic,
-                                        unique_name) -> None:
+def test_partition_growth_is_propagated(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+) -> None:
     from confluent_kafka.admin import NewPartitions
 
     topic = make_topic(clusters.source_bootstrap, partitions=2)
     produce(clusters.source_bootstrap, topic, sample_records(10, 2))
-    with MirrorProcess(mm1_args(tmp_path, clusters, unique_name("g"), topic),
-                       tmp_path / "m.log",
-                       env={}) as m:
+    with MirrorProcess(
+        mm1_args(tmp_path, clusters, unique_name("g"), topic), tmp_path / "m.log", env={}
+    ) as m:
         wait_until(target_has(clusters, topic, 10), 60)
         admin = AdminClient({"bootstrap.servers": clusters.source_bootstrap})
         admin.create_partitions([NewPartitions(topic, 4)])[topic].result()
@@ -192,12 +255,14 @@ def test_partition_growth_is_propagated(tmp_path: Path, clusters: Clusters, make
         wait_until(target_has(clusters, topic, 50), 90, message="grown partitions mirrored")
         assert m.stop() == 0, m.log
     assert topic_partitions(clusters.target_bootstrap, topic) == [0, 1, 2, 3]
-    assert_same(consume_all(clusters.source_bootstrap, topic),
-                consume_all(clusters.target_bootstrap, topic))
+    assert_same(
+        consume_all(clusters.source_bootstrap, topic), consume_all(clusters.target_bootstrap, topic)
+    )
 
 
-def test_two_streams_share_the_partitions(tmp_path: Path, clusters: Clusters, make_topic,
-                                          unique_name) -> None:
+def test_two_streams_share_the_partitions(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=6)
     produce(clusters.source_bootstrap, topic, sample_records(3000, 6))
     args = mm1_args(tmp_path, clusters, unique_name("g"), topic, None, None, "--num.streams", "2")
@@ -206,38 +271,50 @@ def test_two_streams_share_the_partitions(tmp_path: Path, clusters: Clusters, ma
         m.wait_ready(30)
         _, metrics = m.get("/metrics")
         assert m.stop() == 0, m.log
-    assigned = [line for line in metrics.splitlines()
-                if line.startswith("kmirror_mirror_assigned_partitions{")]
+    assigned = [
+        line
+        for line in metrics.splitlines()
+        if line.startswith("kmirror_mirror_assigned_partitions{")
+    ]
     assert len(assigned) == 2 and all(float(x.split()[-1]) > 0 for x in assigned), assigned
-    assert_same(consume_all(clusters.source_bootstrap, topic),
-                consume_all(clusters.target_bootstrap, topic))
+    assert_same(
+        consume_all(clusters.source_bootstrap, topic), consume_all(clusters.target_bootstrap, topic)
+    )
 
 
 def test_metrics_and_probes(tmp_path: Path, clusters: Clusters, make_topic, unique_name) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=2)
     produce(clusters.source_bootstrap, topic, sample_records(200, 2))
-    with MirrorProcess(mm1_args(tmp_path, clusters, unique_name("g"), topic),
-                       tmp_path / "m.log") as m:
+    with MirrorProcess(
+        mm1_args(tmp_path, clusters, unique_name("g"), topic), tmp_path / "m.log"
+    ) as m:
         wait_until(target_has(clusters, topic, 200), 60)
         m.wait_ready(30)
         assert m.get("/healthz")[0] == 200
 
         def scraped() -> str | None:
             text = m.get("/metrics")[1]
-            ok = f'kmirror_mirror_records_total{{stream="0",topic="{topic}"}} 200.0' in text \
+            ok = (
+                f'kmirror_mirror_records_total{{stream="0",topic="{topic}"}} 200.0' in text
                 or f'kmirror_mirror_records_total{{topic="{topic}",stream="0"}} 200.0' in text
+            )
             return text if ok and "kmirror_mirror_lag_records{" in text else None
 
         text = wait_until(scraped, 20, 0.5, "metrics published")
         assert m.stop() == 0, m.log
-    for name in ("kmirror_mirror_bytes_total", "kmirror_mirror_replication_latency_seconds_bucket",
-                 "kmirror_mirror_rebalances_total", "kmirror_mirror_seconds_since_last_commit",
-                 "kmirror_info"):
+    for name in (
+        "kmirror_mirror_bytes_total",
+        "kmirror_mirror_replication_latency_seconds_bucket",
+        "kmirror_mirror_rebalances_total",
+        "kmirror_mirror_seconds_since_last_commit",
+        "kmirror_info",
+    ):
         assert name in text, name
 
 
-def test_fewer_target_partitions_is_refused(tmp_path: Path, clusters: Clusters, make_topic,
-                                            unique_name) -> None:
+def test_fewer_target_partitions_is_refused(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=4)
     make_topic(clusters.target_bootstrap, topic, partitions=2)
     produce(clusters.source_bootstrap, topic, sample_records(20, 4))
@@ -249,18 +326,22 @@ def test_fewer_target_partitions_is_refused(tmp_path: Path, clusters: Clusters, 
     assert sum(end_offsets(clusters.target_bootstrap, topic).values()) == 0
 
 
-def test_hash_partitioning_into_fewer_partitions(tmp_path: Path, clusters: Clusters, make_topic,
-                                                 unique_name) -> None:
+def test_hash_partitioning_into_fewer_partitions(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=4)
     make_topic(clusters.target_bootstrap, topic, partitions=2)
     produce(clusters.source_bootstrap, topic, sample_records(100, 4))
-    args = mm1_args(tmp_path, clusters, unique_name("g"), topic, None, None,
-                    "--partitioning", "hash")
+    args = mm1_args(
+        tmp_path, clusters, unique_name("g"), topic, None, None, "--partitioning", "hash"
+    )
     with MirrorProcess(args, tmp_path / "m.log") as m:
         wait_until(target_has(clusters, topic, 100), 60)
         assert m.stop() == 0, m.log
-    src = sorted((r.key, r.value, tuple(r.headers), r.timestamp)
-                 for r in consume_all(clusters.source_bootstrap, topic))
+    src = sorted(
+        (r.key, r.value, tuple(r.headers), r.timestamp)
+        for r in consume_all(clusters.source_bootstrap, topic)
+    )
     dst_recs = consume_all(clusters.target_bootstrap, topic)
     dst = sorted((r.key, r.value, tuple(r.headers), r.timestamp) for r in dst_recs)
     assert src == dst
@@ -271,8 +352,9 @@ def test_hash_partitioning_into_fewer_partitions(tmp_path: Path, clusters: Clust
     assert all(len(p) == 1 for p in by_key.values())
 
 
-def test_source_trimmed_is_a_loud_error(tmp_path: Path, clusters: Clusters, make_topic,
-                                        unique_name) -> None:
+def test_source_trimmed_is_a_loud_error(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=1)
     group = unique_name("g")
     produce(clusters.source_bootstrap, topic, sample_records(10, 1))
@@ -290,12 +372,12 @@ def test_source_trimmed_is_a_loud_error(tmp_path: Path, clusters: Clusters, make
     assert committed(clusters, group, topic)[0] == 10
 
 
-def test_latest_start_position_is_honoured(tmp_path: Path, clusters: Clusters, make_topic,
-                                           unique_name) -> None:
+def test_latest_start_position_is_honoured(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=1)
     produce(clusters.source_bootstrap, topic, sample_records(5, 1))
-    args = mm1_args(tmp_path, clusters, unique_name("g"), topic,
-                    {"auto.offset.reset": "latest"})
+    args = mm1_args(tmp_path, clusters, unique_name("g"), topic, {"auto.offset.reset": "latest"})
     with MirrorProcess(args, tmp_path / "m.log") as m:
         m.wait_ready(60)
         time.sleep(2)
@@ -306,11 +388,13 @@ def test_latest_start_position_is_honoured(tmp_path: Path, clusters: Clusters, m
     assert [r.key for r in dst] == [b"after"]
 
 
-def test_second_sigint_exits_at_once(tmp_path: Path, clusters: Clusters, make_topic,
-                                     unique_name) -> None:
+def test_second_sigint_exits_at_once(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=1)
-    with MirrorProcess(mm1_args(tmp_path, clusters, unique_name("g"), topic),
-                       tmp_path / "m.log") as m:
+    with MirrorProcess(
+        mm1_args(tmp_path, clusters, unique_name("g"), topic), tmp_path / "m.log"
+    ) as m:
         m.wait_ready(60)
         m.signal(signal.SIGINT)
         m.signal(signal.SIGINT)

@@ -149,7 +149,7 @@ def test_value_and_file_variable_together_is_an_error(tmp_path: Path) -> None:
 
 def test_unreadable_secret_file_names_the_variable(tmp_path: Path) -> None:
     env = {"X_PASSWORD_FILE": str(tmp_path / "absent")}
-    with pytest.raises(ConfigError, match="X_PASSWORD_FILE names .*absent.*cannot be read"):
+    with pytest.raises(ConfigError, match=r"X_PASSWORD_FILE names .*absent.*cannot be read"):
         render("p=${X_PASSWORD}\n", env)
 
 
@@ -187,9 +187,9 @@ def test_java_reads_the_rendered_values_verbatim(tmp_path: Path) -> None:
         "import java.io.*; import java.util.*;\n"
         "public class Dump { public static void main(String[] a) throws Exception {\n"
         "  Properties p = new Properties();\n"
-        "  try (Reader r = new InputStreamReader(new FileInputStream(a[0]), \"UTF-8\")) "
+        '  try (Reader r = new InputStreamReader(new FileInputStream(a[0]), "UTF-8")) '
         "{ p.load(r); }\n"
-        "  PrintStream o = new PrintStream(System.out, true, \"UTF-8\");\n"
+        '  PrintStream o = new PrintStream(System.out, true, "UTF-8");\n'
         "  for (String k : new TreeSet<>(p.stringPropertyNames())) {\n"
         "    o.print(k); o.print('\\0'); o.print(p.getProperty(k)); o.print('\\0'); }\n"
         "}}\n",

@@ -43,8 +43,15 @@ def plan(config: MirrorConfig, timeout: float) -> list[dict[str, Any]]:
             action = "too-few-partitions"
         else:
             action = "ok"
-        rows.append({"source": topic, "target": dst, "partitions": source[topic],
-                     "target_partitions": have, "action": action})
+        rows.append(
+            {
+                "source": topic,
+                "target": dst,
+                "partitions": source[topic],
+                "target_partitions": have,
+                "action": action,
+            }
+        )
     return rows
 
 
@@ -59,8 +66,10 @@ def check(args: argparse.Namespace) -> int:
     else:
         for r in rows:
             tp = "-" if r["target_partitions"] is None else r["target_partitions"]
-            print(f"{r['source']} -> {r['target']}  partitions {r['partitions']} "
-                  f"(target {tp})  {r['action']}")
+            print(
+                f"{r['source']} -> {r['target']}  partitions {r['partitions']} "
+                f"(target {tp})  {r['action']}"
+            )
     if not rows:
         raise TopicError(
             f"no source topic matches include={list(config.topics.include)} "

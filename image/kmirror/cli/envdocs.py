@@ -10,7 +10,9 @@ from kmirror.config.env import ENV_VARS
 def render_table() -> str:
     lines = ["| Variable | Default | Meaning |", "|---|---|---|"]
     for var in ENV_VARS:
-        default = "*(required)*" if var.default is None else (f"`{var.default}`" if var.default else "")
+        default = (
+            "*(required)*" if var.default is None else (f"`{var.default}`" if var.default else "")
+        )
         lines.append(f"| `{var.name}` | {default} | {var.description} |")
     return "\n".join(lines) + "\n"
 

@@ -38,8 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_config_arguments(check)
     check.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    check.add_argument("--timeout", type=float, default=15.0,
-                       help="seconds to wait for each cluster (default 15)")
+    check.add_argument(
+        "--timeout", type=float, default=15.0, help="seconds to wait for each cluster (default 15)"
+    )
     check.set_defaults(handler=_cmd("kmirror.cli.check", "check"))
 
     env_docs = sub.add_parser("env-docs", help="print every environment variable as markdown")

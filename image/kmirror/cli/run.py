@@ -18,7 +18,10 @@ def run(args: argparse.Namespace) -> int:
         log.warning("config: %s", note)
     log.info(
         "mirroring dialect=%s source=%s target=%s group=%s streams=%d",
-        config.dialect, config.source.bootstrap_servers, config.target.bootstrap_servers,
-        config.group_id, config.num_streams,
+        config.dialect,
+        config.source.bootstrap_servers,
+        config.target.bootstrap_servers,
+        config.group_id,
+        config.num_streams,
     )
     return run_mirror(config)

@@ -16,8 +16,12 @@ Probe = Callable[[], tuple[bool, str]]
 
 class HealthServer:
     def __init__(
-        self, port: int, registry: CollectorRegistry, healthy: Probe, ready: Probe,
-        host: str = "0.0.0.0",  # noqa: S104 - a pod's probes and Prometheus come from outside
+        self,
+        port: int,
+        registry: CollectorRegistry,
+        healthy: Probe,
+        ready: Probe,
+        host: str = "0.0.0.0",
     ) -> None:
         self._port, self._host = port, host
         self._registry, self._healthy, self._ready = registry, healthy, ready
@@ -48,12 +52,14 @@ class HealthServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: object) -> None:
                 log.debug("http %s", format % args)
 
         self._server = ThreadingHTTPServer((self._host, self._port), Handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, name="kmirror-http", daemon=True).start()
+        threading.Thread(
+            target=self._server.serve_forever, name="kmirror-http", daemon=True
+        ).start()
         log.info("serving /metrics /healthz /readyz port=%d", self.port)
 
     def stop(self) -> None:

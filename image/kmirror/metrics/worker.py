@@ -65,7 +65,9 @@ class WorkerMetrics:
             "kmirror_mirror_records", "Records sent to the target", ["topic"], registry=r
         )
         self.bytes = Counter(
-            "kmirror_mirror_bytes", "Key plus value bytes sent to the target", ["topic"],
+            "kmirror_mirror_bytes",
+            "Key plus value bytes sent to the target",
+            ["topic"],
             registry=r,
         )
         self.latency = Histogram(
@@ -75,18 +77,23 @@ class WorkerMetrics:
             registry=r,
         )
         self.send_errors = Counter(
-            "kmirror_mirror_send_errors", "Records the target did not acknowledge", ["error"],
+            "kmirror_mirror_send_errors",
+            "Records the target did not acknowledge",
+            ["error"],
             registry=r,
         )
         self.rebalances = Counter(
-            "kmirror_mirror_rebalances", "Partition assignments and revocations", ["kind"],
+            "kmirror_mirror_rebalances",
+            "Partition assignments and revocations",
+            ["kind"],
             registry=r,
         )
         self.commits = Counter(
             "kmirror_mirror_commits", "Successful source offset commits", registry=r
         )
         self.assigned = Gauge(
-            "kmirror_mirror_assigned_partitions", "Source partitions this stream copies",
+            "kmirror_mirror_assigned_partitions",
+            "Source partitions this stream copies",
             registry=r,
         )
         self._last_commit = time.time()

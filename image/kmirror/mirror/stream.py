@@ -30,7 +30,14 @@ from confluent_kafka import (
 )
 
 from kmirror.config.model import MirrorConfig
-from kmirror.errors import ClusterError, KmirrorError, MirrorError, SendError, SourceTrimmedError
+from kmirror.errors import (
+    ClusterError,
+    KmirrorError,
+    MirrorError,
+    SendError,
+    SourceTrimmedError,
+    TopicError,
+)
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.topics import TopicManager
 
@@ -114,7 +121,7 @@ class Stream:
 
     def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
         if err is not None:
-            self._failures.append((msg.topic(), msg.partition(), err))
+            self._failures.append((str(msg.topic()), int(msg.partition() or 0), err))
             self._metrics.send_errors.labels(err.name()).inc()
             return
         self._acked += 1
@@ -228,7 +235,9 @@ class Stream:
             self._topics.ensure({t: source[t] for t in selected})
             if selected:
                 consumer.subscribe(
-                    selected, on_assign=self._on_assign, on_revoke=self._on_revoke,
+                    selected,
+                    on_assign=self._on_assign,
+                    on_revoke=self._on_revoke,
                     on_lost=self._on_lost,
                 )
                 log.info("subscribed stream=%d topics=%s", self._id, ",".join(selected))
@@ -237,7 +246,8 @@ class Stream:
             if not selected:
                 log.warning(
                     "no source topic matches the selection; waiting for one to appear "
-                    "(include=%s exclude=%s)", self._config.topics.include,
+                    "(include=%s exclude=%s)",
+                    self._config.topics.include,
                     self._config.topics.exclude,
                 )
             self._subscribed = selected
@@ -289,7 +299,7 @@ class Stream:
             if err is not None:
                 self._consume_error(err)
                 continue
-            topic = m.topic()
+            topic: str = m.topic()  # type: ignore[assignment]  # set on every fetched record
             dst = targets.get(topic) or self._config.target_topic(topic)
             key, value = m.key(), m.value()
             ts_type, ts = m.timestamp()
@@ -309,6 +319,10 @@ class Stream:
                     # Local queue full: serve acknowledgements until there is room.
                     producer.poll(0.05)
                     self._check()
+                except KafkaException as exc:
+                    if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION:
+                        raise
+                    self._await_partition(producer, dst, m.partition())
             c = counts.get(dst)
             if c is None:
                 c = counts[dst] = [0, 0]
@@ -317,6 +331,20 @@ class Stream:
         for dst, (n, nbytes) in counts.items():
             self._metrics.records.labels(dst).inc(n)
             self._metrics.bytes.labels(dst).inc(nbytes)
+
+    def _await_partition(self, producer: Producer, topic: str, partition: int | None) -> None:
+        """The producer's metadata predates a partition we just added: refresh it (bounded)."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not self._stop.is_set():
+            md = producer.list_topics(topic, timeout=10)
+            t = md.topics.get(topic)
+            if t is not None and partition is not None and partition in t.partitions:
+                return
+            self._stop.wait(0.5)
+        raise TopicError(
+            f"target topic '{topic}' has no partition {partition} after 30 s: add partitions "
+            "on the target or run with --partitioning hash"
+        )
 
     def _consume_error(self, err: KafkaError) -> None:
         if err.code() == KafkaError._AUTO_OFFSET_RESET:
@@ -328,7 +356,10 @@ class Stream:
             )
         elif err.fatal():
             self._fatal = MirrorError(f"fatal consumer error: {err.str()}")
-        elif err.code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED):
+        elif err.code() in (
+            KafkaError.TOPIC_AUTHORIZATION_FAILED,
+            KafkaError.GROUP_AUTHORIZATION_FAILED,
+        ):
             self._fatal = ClusterError(f"not authorized on the source: {err.str()}")
         else:
             log.warning("consume error stream=%d: %s", self._id, err.str())
@@ -340,7 +371,10 @@ class Stream:
         if not self._failures:
             return
         topic, partition, err = self._failures[0]
-        detail = f"{len(self._failures)} record(s) not acknowledged, first {topic}[{partition}]: {err.str()}"
+        detail = (
+            f"{len(self._failures)} record(s) not acknowledged, first "
+            f"{topic}[{partition}]: {err.str()}"
+        )
         if self._config.abort_on_send_failure:
             raise SendError(
                 f"target refused records: {detail}. No offset past them was committed; a restart "
@@ -382,7 +416,8 @@ class Stream:
             [TopicPartition(t, p) for t, p in sorted(self._assignment)]
         )
         todo = [
-            tp for tp in positions
+            tp
+            for tp in positions
             if tp.offset >= 0 and self._committed.get((tp.topic, tp.partition)) != tp.offset
         ]
         if not todo:

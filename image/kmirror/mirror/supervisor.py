@@ -107,8 +107,12 @@ class Supervisor:
         self._registry = registry or CollectorRegistry()
         self._streams = StreamsCollector()
         self._registry.register(self._streams)
-        info = Gauge("kmirror_info", "kmirror build and dialect", ["version", "dialect"],
-                     registry=self._registry)
+        info = Gauge(
+            "kmirror_info",
+            "kmirror build and dialect",
+            ["version", "dialect"],
+            registry=self._registry,
+        )
         info.labels(__version__, config.dialect).set(1)
         self._states: dict[int, dict[str, Any]] = {}
         self._pids: dict[int, int] = {}  # pid -> stream id
@@ -156,14 +160,19 @@ class Supervisor:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         if self._config.metrics_port:
-            self._server = HealthServer(self._config.metrics_port, self._registry,
-                                        self.healthy, self.ready)
+            self._server = HealthServer(
+                self._config.metrics_port, self._registry, self.healthy, self.ready
+            )
             self._server.start()
         ctx = mp.get_context("spawn")
         inbox = ctx.Queue()
         for sid in range(self._config.num_streams):
-            proc = ctx.Process(target=stream_main, args=(self._config, sid, inbox),
-                               name=f"kmirror-stream-{sid}", daemon=False)
+            proc = ctx.Process(
+                target=stream_main,
+                args=(self._config, sid, inbox),
+                name=f"kmirror-stream-{sid}",
+                daemon=False,
+            )
             proc.start()
             assert proc.pid is not None
             self._pids[proc.pid] = sid

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import (
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     ConfigResource,
     ConfigSource,
@@ -38,13 +38,13 @@ class TopicManager:
     @property
     def source(self) -> AdminClient:
         if self._source is None:
-            self._source = AdminClient(self._config.admin_conf("source"))
+            self._source = AdminClient(dict[str, Any](self._config.admin_conf("source")))
         return self._source
 
     @property
     def target(self) -> AdminClient:
         if self._target is None:
-            self._target = AdminClient(self._config.admin_conf("target"))
+            self._target = AdminClient(dict[str, Any](self._config.admin_conf("target")))
         return self._target
 
     def target_partitions(self, topics: Iterable[str]) -> dict[str, int]:
