@@ -6,7 +6,8 @@ export KMIRROR_CACHE ?= $(HOME)/.cache/kmirror
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST := $(VENV)/bin/pytest
-# Tests that need nothing but Python run first: a broken config parser fails in seconds.
+# The test session starts the two local clusters itself (tests/conftest.py) and always stops
+# them; KMIRROR_SOURCE_BOOTSTRAP/KMIRROR_TARGET_BOOTSTRAP point it at other clusters instead.
 PYTEST_ARGS ?=
 
 .PHONY: help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
@@ -42,13 +43,13 @@ typecheck: venv ## mypy --strict on both packages
 	$(VENV)/bin/mypy
 
 test: setup lint typecheck ## The whole suite: lint, types, unit, integration, chart, spark, image
-	scripts/with-clusters $(PYTEST) -m "not slow and not k8s" $(PYTEST_ARGS)
+	$(PYTEST) -m "not slow and not k8s" $(PYTEST_ARGS)
 
 test-unit: venv ## Pure-logic tests, no broker
 	$(PYTEST) -m unit $(PYTEST_ARGS)
 
 test-integration: setup ## Integration tests against the two local clusters
-	scripts/with-clusters $(PYTEST) -m integration $(PYTEST_ARGS)
+	$(PYTEST) -m integration $(PYTEST_ARGS)
 
 test-chart: venv go-tools ## Helm chart: helm lint, ct lint, Kubernetes schemas (3 versions), template tests
 	$(PYTEST) -m chart tests/chart $(PYTEST_ARGS)
@@ -57,7 +58,7 @@ chart-docs: venv ## Regenerate the Parameters section of chart/kmirror/README.md
 	$(PY) scripts/chart-docs
 
 test-faults: setup ## The full fault-injection suite (long)
-	KMIRROR_FAULTS=full scripts/with-clusters $(PYTEST) -m slow $(PYTEST_ARGS)
+	KMIRROR_FAULTS=full $(PYTEST) -m slow $(PYTEST_ARGS)
 
 demo: setup ## Mirror sample topics between two embedded clusters, validate, summarise
 	$(PY) scripts/demo.py

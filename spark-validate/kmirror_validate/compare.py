@@ -398,13 +398,16 @@ def _violations_of(
 
 
 def order_violations(
-    pairs: DataFrame, disordered: DataFrame, max_examples: int
+    pairs: DataFrame, disordered: Sequence[tuple[str, int]], max_examples: int
 ) -> list[tuple[str, int, int, list[int]]]:
-    """(topic, partition, violations, example source offsets) for each partition listed in
-    `disordered`; runs on the executors, one partition's matched pairs at a time."""
+    """(topic, partition, violations, example source offsets) for each (topic, partition)
+    in `disordered`; runs on the executors, one partition's matched pairs at a time."""
+    if not disordered:
+        return []
     # By value: executors need not have this package installed (any Spark cluster works).
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    rows = pairs.join(F.broadcast(disordered.select(*TP)), TP)
+    which = pairs.sparkSession.createDataFrame(list(disordered), "topic string, partition int")
+    rows = pairs.join(F.broadcast(which), TP)
     keyed = rows.rdd.map(
         lambda r: ((r["topic"], r["partition"]), (r["target_offset"], r["source_offset"]))
     )
@@ -416,6 +419,12 @@ def order_violations(
 
 
 # --------------------------------------------------------------------------- report rows
+
+
+EXAMPLES_TYPE = (
+    "array<struct<source_offset:bigint,target_offset:bigint,source_partition:int,"
+    "target_partition:int,fields:array<string>>>"
+)
 
 
 def summarize(problem_rows: DataFrame, max_examples: int) -> DataFrame:
@@ -437,9 +446,26 @@ def summarize(problem_rows: DataFrame, max_examples: int) -> DataFrame:
             F.max("count").alias("count"),
             F.array_sort(
                 F.collect_list(F.when(F.col("_rn") <= max_examples, example))
-            ).alias("examples"),
+            ).cast(EXAMPLES_TYPE).alias("examples"),
         )
     )
+
+
+def results(slot_rows: DataFrame, max_examples: int, check_order: bool = True) -> DataFrame:
+    """Everything the report needs from the slots as one small frame, so that one Spark
+    action computes it: (topic, partition, kind, count, examples) for the problem kinds of
+    problems(), plus kind `matched` and (with check_order) `descents`."""
+    no_examples = F.array().cast(EXAMPLES_TYPE).alias("examples")
+    matched = matched_counts(slot_rows).select(
+        *TP, F.lit("matched").alias("kind"), F.col("matched").alias("count"), no_examples
+    )
+    out = summarize(problems(slot_rows), max_examples).unionByName(matched)
+    if check_order:
+        descents = order_descents(matched_pairs(slot_rows)).select(
+            *TP, F.lit("descents").alias("kind"), F.col("descents").alias("count"), no_examples
+        )
+        out = out.unionByName(descents)
+    return out
 
 
 # --------------------------------------------------------------------------- chispa-style
@@ -479,13 +505,15 @@ def differences(source_kafka: DataFrame, target_kafka: DataFrame,
     """Compare two Kafka-shaped DataFrames (complete ranges, no snapshot subtleties)."""
     rows = side_rows(normalize(source_kafka), normalize(target_kafka, topic_names))
     s = slots(rows).persist()
-    found = [
-        Difference(r["topic"], r["partition"], r["kind"], r["count"],
-                   tuple(e.asDict() for e in r["examples"]))
-        for r in summarize(problems(s), max_examples).collect()
-    ]  # fmt: skip
-    pairs = matched_pairs(s)
-    for topic, partition, n, ex in order_violations(pairs, order_descents(pairs), max_examples):
+    found: list[Difference] = []
+    disordered: list[tuple[str, int]] = []
+    for r in results(s, max_examples).collect():
+        if r["kind"] == "descents":
+            disordered.append((r["topic"], r["partition"]))
+        elif r["kind"] not in ("matched", "pending"):
+            found.append(Difference(r["topic"], r["partition"], r["kind"], r["count"],
+                                    tuple(e.asDict() for e in r["examples"])))  # fmt: skip
+    for topic, partition, n, ex in order_violations(matched_pairs(s), disordered, max_examples):
         found.append(Difference(topic, partition, "order", n,
                                 tuple({"source_offset": o} for o in ex)))  # fmt: skip
     s.unpersist()

@@ -278,3 +278,26 @@ def test_validation_image_follows_the_mirror_registry() -> None:
     c = container(docs.one("Pod"))
     assert c["image"] == "123.dkr.ecr.us-east-1.amazonaws.com/kmirror/validate:0.1.0"
     assert c["imagePullPolicy"] == "Always"
+
+
+def test_test_pod_settings() -> None:
+    docs = T(
+        [
+            MINIMAL,
+            {
+                "validation": {
+                    "waitTimeoutSeconds": 60,
+                    "test": {
+                        "deletePolicy": "before-hook-creation,hook-succeeded",
+                        "activeDeadlineSeconds": 120,
+                    },
+                }
+            },
+        ]
+    )
+    pod = docs.one("Pod")
+    assert pod["metadata"]["annotations"]["helm.sh/hook-delete-policy"] == (
+        "before-hook-creation,hook-succeeded"
+    )
+    assert pod_spec(pod)["activeDeadlineSeconds"] == 120
+    assert _args(pod)["--wait-timeout"] == "60"
