@@ -28,11 +28,11 @@ FROM ${BASE_IMAGE} AS python
 # versions vanish from the archive; the base image digest is the pin.
 # hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates python3 \
+ && DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends ca-certificates python3 \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/log/apt /var/log/dpkg.log \
- && groupadd --system --gid 65532 kmirror \
- && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /tmp \
-      --shell /usr/sbin/nologin kmirror \
+ && echo "kmirror:x:65532:" >>/etc/group \
+ && echo "kmirror:x:65532:65532:kmirror:/tmp:/usr/sbin/nologin" >>/etc/passwd \
  && find / -xdev -type f -perm /6000 -exec chmod a-s {} +
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -43,7 +43,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 FROM python AS builder
 # hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends python3-venv \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-venv \
  && rm -rf /var/lib/apt/lists/* \
  && python3 -m venv /opt/kmirror
 # Offline, hash-checked, wheels only: the requirements.txt of each input pins every file.
@@ -62,7 +62,8 @@ RUN /opt/kmirror/bin/python -m pip install --no-cache-dir --find-links /wheels/r
 COPY .cache/image-inputs/app/ /wheels/app/
 RUN /opt/kmirror/bin/python -m pip install --no-cache-dir --find-links /wheels/app \
       -r /wheels/app/requirements.txt \
- && /opt/kmirror/bin/python -m pip uninstall --yes --quiet pip setuptools
+ && /opt/kmirror/bin/python -m pip uninstall --yes --quiet pip setuptools \
+ && rm /opt/kmirror/bin/kmirror-validate
 
 FROM builder AS venv-validate
 COPY .cache/image-inputs/validate/ /wheels/validate/
@@ -75,12 +76,16 @@ RUN /opt/kmirror/bin/python -m pip install --no-cache-dir --find-links /wheels/a
 
 # ----------------------------------------------------------------------------- validate
 FROM python AS validate
-# The JVM Spark runs on (PySpark 4 needs Java 17+). PySpark's launcher (bin/spark-submit) is a
-# bash script: this image keeps Debian's shell for it; the entrypoint itself needs none.
+# The JVM Spark runs on (PySpark 4 needs Java 17+). The slim base has no man1 directory, which
+# the JRE's update-alternatives insists on. PySpark's launcher (bin/spark-submit) is a bash
+# script: this image keeps Debian's shell for it; the entrypoint itself needs none.
 # hadolint ignore=DL3008
-RUN apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
+RUN mkdir -p /usr/share/man/man1 \
+ && apt-get update \
+ && DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends openjdk-17-jre-headless \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/log/apt /var/log/dpkg.log \
+      /usr/share/man/man1 \
  && find / -xdev -type f -perm /6000 -exec chmod a-s {} +
 COPY --from=venv-validate /opt/kmirror /opt/kmirror
 COPY .cache/image-inputs/jars/ /opt/kmirror/jars/

@@ -25,7 +25,7 @@ from typing import Any
 
 from pyspark import cloudpickle
 from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+from pyspark.sql import functions as F  # noqa: N812 (the PySpark idiom)
 
 # Salt for the second half of the 128-bit digest (independent of the first half).
 SALT = 0x6B6D6972726F72
@@ -60,7 +60,9 @@ def digest_columns() -> dict[str, Column]:
     headers = F.coalesce(F.col("headers"), F.array().cast(HEADERS_TYPE))
     tagged = F.transform(
         headers,
-        lambda h: F.struct(h["value"].isNull().alias("n"), h["key"].alias("k"), h["value"].alias("v")),
+        lambda h: F.struct(
+            h["value"].isNull().alias("n"), h["key"].alias("k"), h["value"].alias("v")
+        ),
     )
     salt = F.lit(SALT)
     ts = F.unix_millis(F.col("timestamp"))
@@ -299,7 +301,7 @@ def problems(slot_rows: DataFrame) -> DataFrame:
     """One row per problem record (PROBLEM_SCHEMA); kinds: missing, pending, extra,
     duplicate, differs. Partitions where both sides have unmatched records go through
     pair_records on the executors; elsewhere unmatched records are missing/extra as is."""
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
     k = F.col("kind")
     src = slot_rows.filter(k == "source")
     tgt = slot_rows.filter(k == "target")
@@ -405,16 +407,16 @@ def order_violations(
     if not disordered:
         return []
     # By value: executors need not have this package installed (any Spark cluster works).
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
     which = pairs.sparkSession.createDataFrame(list(disordered), "topic string, partition int")
     rows = pairs.join(F.broadcast(which), TP)
     keyed = rows.rdd.map(
         lambda r: ((r["topic"], r["partition"]), (r["target_offset"], r["source_offset"]))
     )
     limit = max_examples
-    out: list[tuple[str, int, int, list[int]]] = keyed.groupByKey().map(
-        lambda g: _violations_of(g, limit)
-    ).collect()
+    out: list[tuple[str, int, int, list[int]]] = (
+        keyed.groupByKey().map(lambda g: _violations_of(g, limit)).collect()
+    )
     return out
 
 
@@ -444,9 +446,9 @@ def summarize(problem_rows: DataFrame, max_examples: int) -> DataFrame:
         .groupBy(*TP, "kind")
         .agg(
             F.max("count").alias("count"),
-            F.array_sort(
-                F.collect_list(F.when(F.col("_rn") <= max_examples, example))
-            ).cast(EXAMPLES_TYPE).alias("examples"),
+            F.array_sort(F.collect_list(F.when(F.col("_rn") <= max_examples, example)))
+            .cast(EXAMPLES_TYPE)
+            .alias("examples"),
         )
     )
 
@@ -454,12 +456,21 @@ def summarize(problem_rows: DataFrame, max_examples: int) -> DataFrame:
 def results(slot_rows: DataFrame, max_examples: int, check_order: bool = True) -> DataFrame:
     """Everything the report needs from the slots as one small frame, so that one Spark
     action computes it: (topic, partition, kind, count, examples) for the problem kinds of
-    problems(), plus kind `matched` and (with check_order) `descents`."""
+    problems(), plus `matched`, `field:<name>` (differing records per field) and (with
+    check_order) `descents`."""
     no_examples = F.array().cast(EXAMPLES_TYPE).alias("examples")
     matched = matched_counts(slot_rows).select(
         *TP, F.lit("matched").alias("kind"), F.col("matched").alias("count"), no_examples
     )
-    out = summarize(problems(slot_rows), max_examples).unionByName(matched)
+    found = problems(slot_rows)
+    fields = (
+        found.filter(F.col("kind") == "differs")
+        .select(*TP, F.explode("fields").alias("field"))
+        .groupBy(*TP, "field")
+        .count()
+        .select(*TP, F.concat(F.lit("field:"), "field").alias("kind"), "count", no_examples)
+    )
+    out = summarize(found, max_examples).unionByName(matched).unionByName(fields)
     if check_order:
         descents = order_descents(matched_pairs(slot_rows)).select(
             *TP, F.lit("descents").alias("kind"), F.col("descents").alias("count"), no_examples
@@ -510,7 +521,7 @@ def differences(source_kafka: DataFrame, target_kafka: DataFrame,
     for r in results(s, max_examples).collect():
         if r["kind"] == "descents":
             disordered.append((r["topic"], r["partition"]))
-        elif r["kind"] not in ("matched", "pending"):
+        elif r["kind"] in KINDS:
             found.append(Difference(r["topic"], r["partition"], r["kind"], r["count"],
                                     tuple(e.asDict() for e in r["examples"])))  # fmt: skip
     for topic, partition, n, ex in order_violations(matched_pairs(s), disordered, max_examples):
@@ -530,4 +541,3 @@ def assert_mirrored(source_kafka: DataFrame, target_kafka: DataFrame,
     found = differences(source_kafka, target_kafka, topic_names)
     if found:
         raise MirrorMismatchError(found)
-

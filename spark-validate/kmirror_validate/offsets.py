@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 from confluent_kafka import (
     ConsumerGroupTopicPartitions,
@@ -26,7 +26,11 @@ from confluent_kafka import (
     KafkaException,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    ConfigResource,
+    OffsetSpec,
+)
 
 from kmirror.config.model import MirrorConfig, TopicSelection
 from kmirror.errors import ClusterError, TopicError
@@ -85,7 +89,8 @@ class ClusterClient:
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient({**self._conf, "logger": _RDKAFKA_LOG})
+            conf: dict[str, Any] = {**self._conf, "logger": _RDKAFKA_LOG}
+            self._admin = AdminClient(conf)
         return self._admin
 
     def _fail(self, action: str, exc: BaseException) -> ClusterError:
@@ -133,7 +138,8 @@ class ClusterClient:
             else IsolationLevel.READ_UNCOMMITTED
         )
         result: dict[str, dict[TP, int]] = {}
-        for name, spec in (("low", OffsetSpec.earliest()), ("high", OffsetSpec.latest())):
+        specs = (("low", OffsetSpec.earliest()), ("high", OffsetSpec.latest()))  # type: ignore[no-untyped-call]
+        for name, spec in specs:
             request = {TopicPartition(t, p): spec for t, p in wanted}
             try:
                 futures = self.admin.list_offsets(

@@ -34,6 +34,11 @@ CONNECTOR_PREFIX = "spark-sql-kafka-0-10_"
 # Spark shows data source options in plans and the UI; these keys carry credentials.
 REDACT = r"(?i)secret|password|token|access[.]?key|jaas|keystore\.key|url"
 Isolation = Literal["read_committed", "read_uncommitted"]
+# The columns of Spark's Kafka source (with includeHeaders), for empty stand-ins.
+KAFKA_SCHEMA = (
+    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+    "timestampType int, headers array<struct<key:string,value:binary>>"
+)
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,7 @@ def connector_jars(environ: Mapping[str, str] | None = None) -> list[str]:
 
 
 def _same_major(cache: Path, version: str) -> list[Path]:
-    major = version.split(".")[0]
+    major = version.split(".", maxsplit=1)[0]
 
     def key(p: Path) -> tuple[int, ...]:
         return tuple(int(x) for x in re.findall(r"\d+", p.name.removeprefix("spark-kafka-"))[:3])
@@ -166,8 +171,8 @@ def java_client_options(conf: Mapping[str, ConfValue]) -> dict[str, ConfValue]:
             out["ssl.keystore.key"] = key if isinstance(key, Secret) else Secret(key)
             if "ssl.key.password" in c:
                 password = c["ssl.key.password"]
-                out["ssl.key.password"] = password if isinstance(password, Secret) else Secret(
-                    password
+                out["ssl.key.password"] = (
+                    password if isinstance(password, Secret) else Secret(password)
                 )
         algorithm = reveal(c.get("ssl.endpoint.identification.algorithm", "https")).lower()
         out["ssl.endpoint.identification.algorithm"] = "" if algorithm == "none" else algorithm

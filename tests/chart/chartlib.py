@@ -32,6 +32,10 @@ HELM = BIN_DIR / "helm"
 CT = BIN_DIR / "ct"
 CT_ETC = BIN_DIR / "ct-etc"
 
+# helm is a short-lived Go process: without the garbage collector it needs a third less CPU
+# (and a few MB more memory), and the suite runs a few hundred of them.
+HELM_ENV = {**os.environ, "GOGC": "off"}
+
 RELEASE = "rel"
 NAMESPACE = "mirror-ns"
 FULLNAME = f"{RELEASE}-kmirror"
@@ -236,6 +240,7 @@ def _run_helm(key: str) -> tuple[int, str, str]:
             timeout=60,
             pass_fds=tuple(files),
             check=False,
+            env=HELM_ENV,
         )
     finally:
         for fd in files:

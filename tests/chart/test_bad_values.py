@@ -3,6 +3,7 @@ values.schema.json catches types, enums and ranges; the validateValues helper th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -261,6 +262,12 @@ CASES: list[tuple[str, Any, str, list[str]]] = [
         ["SOURCE_CLUSTER_SASL_USERNAME is set by the chart"],
     ),
     (
+        "literal-credential-in-extra-env",
+        [MINIMAL, {"extraEnv": [{"name": "AWS_SECRET_ACCESS_KEY", "value": "abc"}]}],
+        HELPER,
+        ["AWS_SECRET_ACCESS_KEY looks like a credential", "valueFrom.secretKeyRef"],
+    ),
+    (
         "validation-extra-env-shadows",
         [MINIMAL, {"validation": {"extraEnv": [{"name": "LOG_LEVEL", "value": "DEBUG"}]}}],
         HELPER,
@@ -314,9 +321,9 @@ CASES: list[tuple[str, Any, str, list[str]]] = [
 
 @pytest.mark.parametrize(("case", "values", "origin", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_bad_values_fail_with_a_message(
-    case: str, values: Any, origin: str, expected: list[str]
+    helm_template: Callable[..., Any], case: str, values: Any, origin: str, expected: list[str]
 ) -> None:
-    err = T(values, expect_fail=True)
+    err = helm_template(values, expect_fail=True)
     flat = " ".join(err.split())  # messages wrap at ~100 columns
     assert origin in flat, err
     for text in expected:
@@ -361,8 +368,19 @@ def test_rename_prefix_allows_the_same_cluster() -> None:
         [MINIMAL, {"extraEnv": [{"name": "TZ", "value": "UTC"}]}],
         [MINIMAL, {"validation": {"waitTimeoutSeconds": 900, "test": {"enabled": False}}}],
         [MINIMAL, {"source": {"bootstrapServers": "[::1]:9092"}}],
+        [
+            MINIMAL,
+            {
+                "extraEnv": [
+                    {
+                        "name": "API_TOKEN",
+                        "valueFrom": {"secretKeyRef": {"name": "s", "key": "token"}},
+                    }
+                ]
+            },
+        ],
     ],
-    ids=["harmless-properties", "harmless-env", "no-test-no-deadline", "ipv6"],
+    ids=["harmless-properties", "harmless-env", "no-test-no-deadline", "ipv6", "secret-env"],
 )
 def test_near_misses_render(values: Any) -> None:
     assert T(values).deployment

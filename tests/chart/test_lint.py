@@ -17,7 +17,7 @@ pytestmark = pytest.mark.chart
 
 
 def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
+    env = dict(chartlib.HELM_ENV)
     # ct shells out to helm, yamllint and yamale: the pinned helm and the venv's tools first.
     venv_bin = Path(chartlib.REPO_ROOT, ".venv", "bin")
     env["PATH"] = os.pathsep.join([str(chartlib.BIN_DIR), str(venv_bin), env.get("PATH", "")])

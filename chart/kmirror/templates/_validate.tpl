@@ -144,6 +144,10 @@ kmirror: {{ $what }}.{{ $k }}
 kmirror: {{ $what }}
     {{ .name }} is set by the chart from its values: change the matching value instead (see the
     chart README, "Environment of the mirror").
+{{- else if and (hasKey . "value") (regexMatch "(?i)(password|secret|token|credential)" (.name | toString)) }}
+kmirror: {{ $what }}
+    {{ .name }} looks like a credential but has a literal value: take it from a Secret with
+    valueFrom.secretKeyRef instead.
 {{- end }}
 {{- end }}
 {{- end }}

@@ -48,6 +48,15 @@ CONSUME_TIMEOUT_S = 0.2
 LATENCY_SAMPLE_MASK = 0xF  # observe one acknowledged record in 16
 MAX_RETRY_BACKOFF_S = 30.0
 Key = tuple[str, int]
+# The target refuses these records whatever we do: retrying (abort.on.send.failure=false)
+# would loop forever, skipping them would lose them. They stop the mirror in both modes.
+PERMANENT_SEND_ERRORS = frozenset(
+    {
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    }
+)
 
 
 @dataclass
@@ -88,8 +97,16 @@ class Stream:
         # Where a partition restarts after a failed send: the last commit, or the start point.
         self._restart: dict[Key, int] = {}
         self._committed: dict[Key, int] = {}
-        self._failures: list[tuple[str, int, KafkaError]] = []
+        self._failures: list[tuple[str, int, KafkaError, int]] = []
         self._fatal: KmirrorError | None = None
+        # Set once the loop stops on an error: a commit from then on (e.g. the revocation
+        # callback inside consumer.close()) could cover records that were consumed but never
+        # produced or acknowledged.
+        self._no_commit = False
+        # A first topic refresh succeeded: later metadata failures are transient (a broker
+        # restart) and are retried instead of stopping the mirror.
+        self._started = False
+        self._source_counts: dict[str, int] = {}
         self._acked = 0
         self._next_refresh = 0.0
         self._last_commit = time.monotonic()
@@ -121,7 +138,8 @@ class Stream:
 
     def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
         if err is not None:
-            self._failures.append((str(msg.topic()), int(msg.partition() or 0), err))
+            size = len(msg.key() or b"") + len(msg.value() or b"")
+            self._failures.append((str(msg.topic()), int(msg.partition() or 0), err, size))
             self._metrics.send_errors.labels(err.name()).inc()
             return
         self._acked += 1
@@ -223,6 +241,15 @@ class Stream:
         return out
 
     def _refresh_topics(self) -> None:
+        try:
+            self._refresh()
+        except ClusterError as exc:
+            if not self._started:
+                raise  # start-up: a cluster we cannot reach is an error (exit 3)
+            log.warning("topic refresh failed stream=%d, retrying: %s", self._id, exc)
+            self._next_refresh = time.monotonic() + self._config.refresh_topics_interval_s
+
+    def _refresh(self) -> None:
         consumer, _ = self._clients()
         try:
             md = consumer.list_topics(timeout=30)
@@ -253,11 +280,13 @@ class Stream:
             self._subscribed = selected
             self.state.subscribed = len(selected)
             self._targets = {t: self._config.target_topic(t) for t in selected}
-        else:
+        elif {t: source[t] for t in selected} != self._source_counts:
             # Partition growth on the source: create the target partitions before the group
-            # hands the new ones to anybody.
-            grown = {t: source[t] for t in selected}
-            self._topics.ensure(grown)
+            # hands the new ones to anybody. Only on a change: the target is not asked every
+            # refresh, so a target outage cannot stop the refresh.
+            self._topics.ensure({t: source[t] for t in selected})
+        self._source_counts = {t: source[t] for t in selected}
+        self._started = True
         self._next_refresh = time.monotonic() + self._config.refresh_topics_interval_s
 
     # -- the loop ------------------------------------------------------------------------------
@@ -320,7 +349,10 @@ class Stream:
                     producer.poll(0.05)
                     self._check()
                 except KafkaException as exc:
-                    if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION:
+                    code = exc.args[0].code()
+                    if code == KafkaError.MSG_SIZE_TOO_LARGE:
+                        raise self._too_large(m, exc) from exc
+                    if code != KafkaError._UNKNOWN_PARTITION:
                         raise
                     self._await_partition(producer, dst, m.partition())
             c = counts.get(dst)
@@ -331,6 +363,16 @@ class Stream:
         for dst, (n, nbytes) in counts.items():
             self._metrics.records.labels(dst).inc(n)
             self._metrics.bytes.labels(dst).inc(nbytes)
+
+    def _too_large(self, m: Message, exc: KafkaException) -> SendError:
+        size = len(m.key() or b"") + len(m.value() or b"")
+        limit = self._config.producer_conf().get("message.max.bytes", "1000000")
+        return SendError(
+            f"record {m.topic()}[{m.partition()}] offset {m.offset()} ({size} bytes of key and "
+            f"value) is larger than the producer's message.max.bytes ({limit}): {exc.args[0]}. "
+            "Raise message.max.bytes (Java: max.request.size) in the producer config and "
+            "max.message.bytes of the target topic. Nothing past it was committed"
+        )
 
     def _await_partition(self, producer: Producer, topic: str, partition: int | None) -> None:
         """The producer's metadata predates a partition we just added: refresh it (bounded)."""
@@ -370,11 +412,26 @@ class Stream:
             raise self._fatal
         if not self._failures:
             return
-        topic, partition, err = self._failures[0]
+        topic, partition, err, _ = self._failures[0]
         detail = (
             f"{len(self._failures)} record(s) not acknowledged, first "
             f"{topic}[{partition}]: {err.str()}"
         )
+        permanent = [f for f in self._failures if f[2].code() in PERMANENT_SEND_ERRORS]
+        if permanent:
+            topic, partition, err, size = permanent[0]
+            hint = ""
+            if err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                hint = (
+                    f" The record ({size} bytes of key and value) is larger than the target "
+                    f"accepts: raise max.message.bytes of the target topic '{topic}' (or the "
+                    "target broker's message.max.bytes)."
+                )
+            raise SendError(
+                f"target refused a record for good, {topic}[{partition}]: {err.str()}.{hint} "
+                "Retrying cannot help and skipping it would lose it; no offset past it was "
+                "committed"
+            )
         if self._config.abort_on_send_failure:
             raise SendError(
                 f"target refused records: {detail}. No offset past them was committed; a restart "
@@ -395,6 +452,8 @@ class Stream:
                 break
             backoff = min(backoff * 2, MAX_RETRY_BACKOFF_S)
             detail = f"{len(self._failures)} more record(s) failed: {self._failures[0][2].str()}"
+            if any(f[2].code() in PERMANENT_SEND_ERRORS for f in self._failures):
+                self._check()  # raises
         for topic, partition in self._assignment:
             offset = self._restart.get((topic, partition))
             if offset is not None:
@@ -406,7 +465,7 @@ class Stream:
         self._last_commit = time.monotonic()
         if self._consumer is None or self._producer is None or not self._assignment:
             return False
-        if self._failures or self._fatal is not None:
+        if self._failures or self._fatal is not None or self._no_commit:
             return False
         remaining = self._producer.flush(self._flush_timeout)
         if remaining or self._failures:
@@ -436,6 +495,8 @@ class Stream:
         return True
 
     def _shutdown(self, clean: bool) -> None:
+        if not clean:
+            self._no_commit = True  # close() below revokes, and revocation commits
         if self._consumer is None:
             return
         try:

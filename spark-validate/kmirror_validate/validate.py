@@ -1,0 +1,313 @@
+"""One validation run: plan and snapshot (no Spark), then read, compare and report (Spark).
+The CLI calls `prepare` before it starts Spark, so a bad config or an unreachable cluster
+fails in seconds, without a JVM."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from kmirror.config.model import MirrorConfig, TopicSelection
+from kmirror_validate import compare, offsets, sparkio
+from kmirror_validate.offsets import Isolation, Snapshot, TopicPlan, WaitResult
+from kmirror_validate.progress import Progress
+from kmirror_validate.report import (
+    FIELD_NAMES,
+    Example,
+    Mode,
+    PartitionResult,
+    Report,
+    TopicResult,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+TP = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Options:
+    mode: Mode = "digest"
+    sample_fraction: float = 0.01
+    isolation: Isolation = "read_committed"
+    max_examples: int = 10
+    wait_timeout: float = 0.0
+    connect_timeout: float = 15.0
+    records_per_task: int = 1_000_000
+    compacted: Literal["latest", "records"] = "latest"
+
+
+@dataclass
+class Prepared:
+    """Everything decided before Spark starts."""
+
+    config: MirrorConfig
+    options: Options
+    plans: list[TopicPlan]
+    snapshot: Snapshot
+    wait: WaitResult
+    started: float = field(default_factory=time.time)
+    warnings: list[str] = field(default_factory=list)
+
+
+def prepare(
+    config: MirrorConfig,
+    options: Options,
+    selection: TopicSelection | None = None,
+    on_wait: Callable[[list[str], float], None] | None = None,
+) -> Prepared:
+    started = time.time()
+    source, target = offsets.clients(config, options.connect_timeout)
+    plans = offsets.resolve_topics(config, source, target, selection)
+    snapshot, wait = offsets.take_snapshot(
+        config, source, target, plans, options.isolation, options.wait_timeout,
+        on_wait=on_wait,
+    )  # fmt: skip
+    warnings: list[str] = []
+    for p in plans:
+        extra = (p.target_partitions or 0) - p.partitions
+        if config.partitioning == "same" and extra > 0:
+            warnings.append(
+                f"target topic {p.target} has {p.partitions + extra} partitions, the source "
+                f"{p.partitions}: partitions {p.partitions}..{p.partitions + extra - 1} of "
+                "the target are not compared"
+            )
+    if options.wait_timeout > 0 and not wait.caught_up:
+        warnings.append(
+            f"the target had not caught up with the snapshot after {wait.waited_s:g}s: "
+            f"{', '.join(wait.lagging[:10])}"
+        )
+    return Prepared(config, options, plans, snapshot, wait, started, warnings)
+
+
+# --------------------------------------------------------------------------- Spark part
+
+
+def _view(plan: TopicPlan, options: Options) -> Literal["records", "latest"]:
+    return "latest" if plan.compacted and options.compacted == "latest" else "records"
+
+
+def _ranges(prep: Prepared, view: str) -> tuple[list[sparkio.Range], list[sparkio.Range]]:
+    same = prep.config.partitioning == "same"
+    src: list[sparkio.Range] = []
+    tgt: list[sparkio.Range] = []
+    for plan in prep.plans:
+        if _view(plan, prep.options) != view:
+            continue
+        for p in range(plan.partitions):
+            low, _ = prep.snapshot.source[(plan.source, p)]
+            src.append(sparkio.Range(plan.source, p, low,
+                                     prep.snapshot.source_read_end[(plan.source, p)]))  # fmt: skip
+        count = plan.target_partitions or 0
+        for p in range(min(count, plan.partitions) if same else count):
+            if (plan.target, p) in prep.snapshot.target:
+                low, end = prep.snapshot.target[(plan.target, p)]
+                tgt.append(sparkio.Range(plan.target, p, low, end))
+    return src, tgt
+
+
+def _read(
+    spark: SparkSession,
+    options: Mapping[str, Any],
+    ranges: list[sparkio.Range],
+    prep: Prepared,
+    headers: bool,
+) -> DataFrame:
+    df = sparkio.read_kafka(spark, options, ranges, headers=headers,
+                            records_per_task=prep.options.records_per_task)  # fmt: skip
+    if df is None:
+        df = spark.createDataFrame([], sparkio.KAFKA_SCHEMA)
+    elif not headers:
+        from pyspark.sql import functions as F  # noqa: N812
+
+        df = df.withColumn("headers", F.lit(None).cast(compare.HEADERS_TYPE))
+    return df
+
+
+def _side_rows(spark: SparkSession, prep: Prepared) -> DataFrame:
+    """Normalised rows of both sides, every view, ready for counting and matching."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    opts = prep.options
+    digest = opts.mode != "count"
+    src_opts = sparkio.reader_options(prep.config.source, opts.isolation)
+    tgt_opts = sparkio.reader_options(prep.config.target, opts.isolation)
+    bounds = spark.createDataFrame(
+        [(t, p, end) for (t, p), (_, end) in prep.snapshot.source.items()],
+        "topic string, partition int, end long",
+    )
+    names = {p.target: p.source for p in prep.plans}
+    src_parts: list[DataFrame] = []
+    tgt_parts: list[DataFrame] = []
+    for view in ("records", "latest"):
+        src_ranges, tgt_ranges = _ranges(prep, view)
+        if not src_ranges and not tgt_ranges:
+            continue
+        headers = digest  # the latest view needs keys, hashed by normalize, not headers
+        s_kafka = _read(spark, src_opts, src_ranges, prep, headers)
+        t_kafka = _read(spark, tgt_opts, tgt_ranges, prep, headers)
+        if view == "records" and not digest:
+            cols = ["topic", "partition", "offset"]
+            rename = F.create_map(*[F.lit(x) for kv in names.items() for x in kv])
+            s_rows = compare.mark_after_snapshot(s_kafka.select(*cols), bounds)
+            t_rows = t_kafka.select(
+                F.coalesce(rename[F.col("topic")], F.col("topic")).alias("topic"),
+                "partition",
+                "offset",
+            )
+            src_parts.append(s_rows)
+            tgt_parts.append(t_rows)
+            continue
+        s_rows = compare.mark_after_snapshot(compare.normalize(s_kafka), bounds)
+        t_rows = compare.normalize(t_kafka, names)
+        if view == "latest":
+            s_rows, t_rows = compare.latest_state(s_rows, t_rows)
+        if opts.mode == "sample":
+            s_rows = compare.sample(s_rows, opts.sample_fraction)
+            t_rows = compare.sample(t_rows, opts.sample_fraction)
+        if not digest:
+            s_rows = s_rows.select("topic", "partition", "offset", "post")
+            t_rows = t_rows.select("topic", "partition", "offset")
+        src_parts.append(s_rows)
+        tgt_parts.append(t_rows)
+    src_all, tgt_all = src_parts[0], tgt_parts[0]
+    for s, t in zip(src_parts[1:], tgt_parts[1:], strict=True):
+        src_all, tgt_all = src_all.unionByName(s), tgt_all.unionByName(t)
+    return compare.side_rows(src_all, tgt_all, prep.config.partitioning != "same")
+
+
+def run(spark: SparkSession, prep: Prepared, progress: Progress | None = None) -> Report:
+    """Read both sides, compare, build the report. Three or four Spark actions."""
+    from pyspark import StorageLevel
+
+    progress = progress or Progress(None, enabled=False)
+    opts = prep.options
+    same = prep.config.partitioning == "same"
+    rows = _side_rows(spark, prep)
+    found: dict[tuple[str, int, str], tuple[int, list[Example]]] = {}
+    violations: dict[TP, tuple[int, list[int]]] = {}
+    if opts.mode == "count":
+        progress.phase("reading and counting")
+        counts = {(r["topic"], r["partition"]): r for r in
+                  compare.partition_counts(rows).collect()}  # fmt: skip
+    else:
+        rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+        progress.phase("reading both sides")
+        counts = {(r["topic"], r["partition"]): r for r in
+                  compare.partition_counts(rows).collect()}  # fmt: skip
+        progress.phase("matching records")
+        slots = compare.slots(rows).persist(StorageLevel.MEMORY_AND_DISK)
+        disordered: list[TP] = []
+        for r in compare.results(slots, opts.max_examples, check_order=same).collect():
+            key = (r["topic"], r["partition"])
+            if r["kind"] == "descents":
+                disordered.append(key)
+                continue
+            examples = [Example(**e.asDict()) for e in r["examples"]]
+            found[(*key, r["kind"])] = (int(r["count"]), examples)
+        rows.unpersist()
+        if disordered:
+            progress.phase("checking order")
+            pairs = compare.matched_pairs(slots)
+            for t, p, n, ex in compare.order_violations(pairs, disordered, opts.max_examples):
+                violations[(t, p)] = (n, ex)
+        slots.unpersist()
+    return _report(prep, counts, found, violations)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _report(
+    prep: Prepared,
+    counts: Mapping[TP, Any],
+    found: Mapping[tuple[str, int, str], tuple[int, list[Example]]],
+    violations: Mapping[TP, tuple[int, list[int]]],
+) -> Report:
+    opts = prep.options
+    same = prep.config.partitioning == "same"
+    digest = opts.mode != "count"
+    snap = prep.snapshot
+    topics: list[TopicResult] = []
+    for plan in prep.plans:
+        entries: list[PartitionResult] = []
+        numbers = list(range(plan.partitions)) if same else [-1]
+        for p in numbers:
+            c = counts.get((plan.source, p))
+            src_n = int(c["source_count"]) if c else 0
+            after = int(c["source_after_snapshot"]) if c else 0
+            tgt_n = int(c["target_count"]) if c else 0
+            entry = PartitionResult(partition=p, source_count=src_n,
+                                    source_after_snapshot=after, target_count=tgt_n)  # fmt: skip
+            if p >= 0:
+                entry.source_start, entry.source_end = snap.source[(plan.source, p)]
+                entry.source_read_end = snap.source_read_end[(plan.source, p)]
+                if (plan.target, p) in snap.target:
+                    entry.target_start, entry.target_end = snap.target[(plan.target, p)]
+                entry.missing_partition = (
+                    plan.target_partitions is not None and p >= plan.target_partitions
+                )
+            entry.count_missing = max(0, src_n - tgt_n)
+            entry.count_extra = max(0, tgt_n - src_n - after)
+            if not digest:
+                entry.missing, entry.extra = entry.count_missing, entry.count_extra
+            else:
+                _fill_digest(entry, plan.source, p, found, violations, check_order=same)
+            entries.append(entry)
+        topics.append(TopicResult(
+            topic=plan.source, target_topic=plan.target, partitions=entries,
+            view=_view(plan, opts), compacted=plan.compacted, missing_topic=plan.missing_topic,
+            target_partitions=plan.target_partitions,
+        ))  # fmt: skip
+    cfg = prep.config
+    return Report(
+        mode=opts.mode,
+        topics=topics,
+        source={"bootstrap_servers": cfg.source.bootstrap_servers, "alias": cfg.source.alias},
+        target={"bootstrap_servers": cfg.target.bootstrap_servers, "alias": cfg.target.alias},
+        isolation_level=opts.isolation,
+        sample_fraction=opts.sample_fraction if opts.mode == "sample" else None,
+        started_at=datetime.fromtimestamp(prep.started, UTC).isoformat(timespec="seconds"),
+        duration_s=time.time() - prep.started,
+        wait={
+            "timeout_s": opts.wait_timeout,
+            "waited_s": prep.wait.waited_s,
+            "caught_up": prep.wait.caught_up if opts.wait_timeout > 0 else None,
+            "timed_out": opts.wait_timeout > 0 and not prep.wait.caught_up,
+            "lagging": list(prep.wait.lagging),
+        },
+        warnings=list(prep.warnings),
+    )
+
+
+def _fill_digest(
+    entry: PartitionResult,
+    topic: str,
+    p: int,
+    found: Mapping[tuple[str, int, str], tuple[int, list[Example]]],
+    violations: Mapping[TP, tuple[int, list[int]]],
+    check_order: bool,
+) -> None:
+    def get(kind: str) -> tuple[int, list[Example]]:
+        return found.get((topic, p, kind), (0, []))
+
+    entry.matched = get("matched")[0]
+    for attr, kind in (("missing", "missing"), ("extra", "extra"),
+                       ("duplicates", "duplicate"), ("differs", "differs")):  # fmt: skip
+        n, ex = get(kind)
+        setattr(entry, attr, n)
+        if ex:
+            entry.examples[kind] = ex
+    entry.pending = get("pending")[0]
+    entry.field_differs = {f: get(f"field:{f}")[0] for f in FIELD_NAMES}
+    if check_order:
+        n, offs = violations.get((topic, p), (0, []))
+        entry.order_violations = n
+        if offs:
+            entry.examples["order"] = [Example(source_offset=o) for o in offs]

@@ -1,0 +1,63 @@
+"""Fixtures of the fault suite: the short/full switch and the results file.
+
+Every scenario runs in two variants: `short` (marker `faults`, part of `make test`) and `full`
+(marker `slow`, run by `make test-faults`, which sets KMIRROR_FAULTS=full; without that
+variable the full variants skip, so a bare `pytest tests/faults` stays short).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tests.faults.harness import Result, full_mode, write_results
+from tests.kafkatools import Clusters, delete_topic
+
+MODES = pytest.mark.parametrize(
+    "mode",
+    [
+        pytest.param("short", marks=pytest.mark.faults, id="short"),
+        pytest.param("full", marks=pytest.mark.slow, id="full"),
+    ],
+    indirect=True,
+)
+
+_RESULTS: dict[str, list[Result]] = {}
+
+
+@pytest.fixture
+def mode(request: pytest.FixtureRequest) -> str:
+    value: str = request.param
+    if value == "full" and not full_mode():
+        pytest.skip("full fault scenario: set KMIRROR_FAULTS=full (make test-faults)")
+    return value
+
+
+@pytest.fixture(scope="session")
+def fault_results() -> Iterator[Callable[[Result], None]]:
+    """record(result): collected and written to bench/results/faults-<mode>.json at the end."""
+
+    def record(result: Result) -> None:
+        _RESULTS.setdefault(result.mode, []).append(result)
+
+    yield record
+    for mode, results in _RESULTS.items():
+        path = write_results(results, mode)
+        print(f"\n[faults] {len(results)} scenario(s) written to {path}")
+        for r in results:
+            print(
+                f"[faults] {r.scenario:<22} produced={r.produced} mirrored={r.mirrored} "
+                f"missing={r.missing} duplicates={r.duplicates} recovery={r.summary()}"
+            )
+
+
+@pytest.fixture
+def target_cleanup(clusters: Clusters) -> Iterator[list[str]]:
+    """Topics the mirror created on the target; deleted after the test."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        with contextlib.suppress(Exception):
+            delete_topic(clusters.target_bootstrap, name, timeout=10, wait=False)
