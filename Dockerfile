@@ -54,25 +54,27 @@ ENV PIP_NO_INDEX=1 \
     PIP_REQUIRE_HASHES=1 \
     PIP_NO_DEPS=1
 
-FROM builder AS venv-mirror
+# Third-party packages only: these big layers stay cached while kmirror's code changes.
+FROM builder AS deps-mirror
 COPY .cache/image-inputs/runtime/ /wheels/runtime/
 RUN /opt/kmirror/bin/python -m pip install --no-cache-dir --find-links /wheels/runtime \
-      -r /wheels/runtime/requirements.txt
-# Own layer: a code change reinstalls only the kmirror wheel.
-COPY .cache/image-inputs/app/ /wheels/app/
-RUN /opt/kmirror/bin/python -m pip install --no-cache-dir --find-links /wheels/app \
-      -r /wheels/app/requirements.txt \
- && /opt/kmirror/bin/python -m pip uninstall --yes --quiet pip setuptools \
- && rm /opt/kmirror/bin/kmirror-validate
+      -r /wheels/runtime/requirements.txt \
+ && /opt/kmirror/bin/python -m pip uninstall --yes --quiet pip setuptools
 
-FROM builder AS venv-validate
+FROM builder AS deps-validate
 COPY .cache/image-inputs/validate/ /wheels/validate/
 RUN /opt/kmirror/bin/python -m pip install --no-cache-dir --find-links /wheels/validate \
-      -r /wheels/validate/requirements.txt
+      -r /wheels/validate/requirements.txt \
+ && /opt/kmirror/bin/python -m pip uninstall --yes --quiet pip setuptools
+
+# kmirror itself, as a small tree the final stages lay over the venv: a code change rebuilds
+# (and a registry ships) only this layer. /app-mirror leaves out the validation job.
+FROM builder AS app
 COPY .cache/image-inputs/app/ /wheels/app/
 RUN /opt/kmirror/bin/python -m pip install --no-cache-dir --find-links /wheels/app \
-      -r /wheels/app/requirements.txt \
- && /opt/kmirror/bin/python -m pip uninstall --yes --quiet pip setuptools
+      --prefix /app -r /wheels/app/requirements.txt \
+ && cp -a /app /app-mirror \
+ && rm -r /app-mirror/bin/kmirror-validate /app-mirror/lib/python3*/site-packages/kmirror_validate
 
 # ----------------------------------------------------------------------------- validate
 FROM python AS validate
@@ -87,8 +89,9 @@ RUN mkdir -p /usr/share/man/man1 \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/log/apt /var/log/dpkg.log \
       /usr/share/man/man1 \
  && find / -xdev -type f -perm /6000 -exec chmod a-s {} +
-COPY --from=venv-validate /opt/kmirror /opt/kmirror
+COPY --from=deps-validate /opt/kmirror /opt/kmirror
 COPY .cache/image-inputs/jars/ /opt/kmirror/jars/
+COPY --from=app /app/ /opt/kmirror/
 ENV KMIRROR_SPARK_JARS=/opt/kmirror/jars \
     SPARK_LOCAL_DIRS=/tmp
 WORKDIR /tmp
@@ -110,7 +113,8 @@ LABEL org.opencontainers.image.title="kmirror-validate" \
 # ----------------------------------------------------------------------------- mirror
 # Last stage: what `podman build .` / `docker build .` produce without --target.
 FROM python AS mirror
-COPY --from=venv-mirror /opt/kmirror /opt/kmirror
+COPY --from=deps-mirror /opt/kmirror /opt/kmirror
+COPY --from=app /app-mirror/ /opt/kmirror/
 WORKDIR /tmp
 VOLUME ["/tmp"]
 USER 65532:65532

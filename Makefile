@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 .PHONY: help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
         test-chart test-spark test-image test-faults demo clusters-up clusters-down clusters-status \
-        image image-inputs bench bench-smoke chart-docs clean
+        image image-inputs bench bench-smoke chart-docs env-docs clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}'
@@ -77,6 +77,12 @@ image-inputs: venv jars ## Hash-checked wheelhouse and jar directory for offline
 
 image: image-inputs system-deps ## Build the `mirror` and `validate` images with podman
 	scripts/build-image
+
+test-image: venv jars system-deps ## Build both images (cached) and run them against the local clusters
+	$(PYTEST) -m image tests/image $(PYTEST_ARGS)
+
+env-docs: venv ## Regenerate the variable table in docs/configuration.md from kmirror/config/env.py
+	$(PY) scripts/env-docs
 
 bench: setup ## Full benchmark: kmirror vs Apache MirrorMaker 2 (about 20 minutes)
 	$(PY) -m scripts.bench.run --full

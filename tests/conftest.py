@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.kafkatools import Clusters, create_topic, delete_topic, unique
+from tests.securecluster import secure_cluster  # noqa: F401 - session fixture
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KAFKALOCAL_PATH = REPO_ROOT / "scripts" / "kafkalocal.py"

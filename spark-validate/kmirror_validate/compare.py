@@ -7,12 +7,15 @@ Pipeline (the CLI wires it; tests call the pieces):
     mark_after_snapshot(source)      post = the record is newer than the source snapshot
     latest_state(source, target)     compacted topics only: the table each side represents
     sample(rows, fraction)           sample mode only: keep a digest-chosen subset
-    side_rows(source, target)        the union both comparisons read (the CLI caches it)
-    partition_counts(rows)           records per side and partition
+    side_rows(source, target)        both sides in one frame
     slots(rows)                      digest multiset matching: one row per occurrence slot
-    problems(slots)                  missing / extra / duplicate / "a field differs" rows
-    summarize(problems)              one row per (topic, partition, kind): count, examples
-    order_descents / order_violations  target order vs source order of the matched records
+    slot_summary(slots)              per partition: counts, matched, unmatched, descents
+    problems(slots) + summarize      missing / extra / duplicate / differs: counts, examples
+    order_violations(pairs)          which matched records break the source order
+
+`evaluate` runs these with as few Spark actions as it can (two for a clean mirror) and
+returns plain Python values; `differences` / `assert_mirrored` are the chispa-style check
+and assert forms for two Kafka-shaped DataFrames.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 import bisect
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark import cloudpickle
@@ -163,47 +166,47 @@ def side_rows(source: DataFrame, target: DataFrame, merge_partitions: bool = Fal
 
 def partition_counts(rows: DataFrame) -> DataFrame:
     """Per (topic, partition): source records in the snapshot, source records after it,
-    target records."""
+    target records (every row, sampled or not)."""
+    side = F.col("side")
     return rows.groupBy(*TP).agg(
-        F.count_if((F.col("side") == 0) & ~F.col("post")).alias("source_count"),
-        F.count_if((F.col("side") == 0) & F.col("post")).alias("source_after_snapshot"),
-        F.count_if(F.col("side") == 1).alias("target_count"),
+        F.count_if((side == 0) & ~F.col("post")).alias("source_count"),
+        F.count_if((side == 0) & F.col("post")).alias("source_after_snapshot"),
+        F.count_if(side == 1).alias("target_count"),
     )
 
 
 def slots(rows: DataFrame) -> DataFrame:
     """Digest multiset matching. Within (topic, partition, digest) the i-th source copy (by
-    offset) is paired with the i-th target copy. One row per slot:
+    offset) is paired with the i-th target copy. One row per slot, `kind`:
 
-    kind  matched    source copy i and target copy i
-          source     source copy without a target copy (missing, or a corrupted copy)
-          duplicate  target copy beyond the source's copies (dup_of = last source copy)
-          target     target record whose digest the source does not have at all
+      matched    source copy i and target copy i
+      source     a source copy without a target copy (missing, or damaged on the target)
+      duplicate  a target copy beyond the source's copies (dup_of: the last source copy)
+      target     a target record whose digest the source does not have at all
+
+    Rows without a digest (not sampled) take no part.
     """
     live = rows.filter(F.col("d1").isNotNull())
-    group = Window.partitionBy("topic", "partition", "d1", "d2")
-    ordered = group.orderBy("side", "offset")
+    # The digest leads the window key: the sort prefix is then (nearly) unique.
+    group = Window.partitionBy("d1", "d2", "topic", "partition")
     is_src = F.col("side") == 0
     with_occ = live.select(
         *TP, "d1", "d2", "side", "offset", "rp", "post", "k1", "vh", "hh", "ts",
-        F.row_number().over(ordered).alias("_rn"),
+        F.row_number().over(group.orderBy("side", "offset")).alias("_rn"),
         F.count_if(is_src).over(group).alias("copies"),
-        F.max(F.when(is_src, F.col("offset"))).over(group).alias("_last_src"),
-        F.max_by(F.when(is_src, F.col("rp")), F.when(is_src, F.col("offset")))
-        .over(group).alias("_last_src_p"),
+        F.max_by(F.struct(F.col("offset").alias("o"), F.col("rp").alias("p")),
+                 F.when(is_src, F.col("offset"))).over(group).alias("_last"),
     )  # fmt: skip
     occ = F.when(is_src, F.col("_rn")).otherwise(F.col("_rn") - F.col("copies"))
-    s = F.col("side") == 0
     t = F.col("side") == 1
-    agg = with_occ.groupBy(*TP, "d1", "d2", occ.alias("occ")).agg(
-        F.max(F.when(s, F.col("offset"))).alias("source_offset"),
-        F.max(F.when(s, F.col("rp"))).alias("source_partition"),
-        F.max(F.when(s, F.col("post"))).alias("post"),
+    agg = with_occ.groupBy("d1", "d2", *TP, occ.alias("occ")).agg(
+        F.max(F.when(is_src, F.col("offset"))).alias("source_offset"),
+        F.max(F.when(is_src, F.col("rp"))).alias("source_partition"),
+        F.max(F.when(is_src, F.col("post"))).alias("post"),
         F.max(F.when(t, F.col("offset"))).alias("target_offset"),
         F.max(F.when(t, F.col("rp"))).alias("target_partition"),
         F.max("copies").alias("copies"),
-        F.max("_last_src").alias("dup_of"),
-        F.max("_last_src_p").alias("dup_of_partition"),
+        F.first("_last").alias("_last"),
         *[F.first(c).alias(c) for c in ("k1", "vh", "hh", "ts")],
     )
     so, to = F.col("source_offset").isNotNull(), F.col("target_offset").isNotNull()
@@ -213,12 +216,64 @@ def slots(rows: DataFrame) -> DataFrame:
         .when(F.col("copies") > 0, "duplicate")
         .otherwise("target")
     )
-    return agg.withColumn("kind", kind).drop("d1", "d2")
+    return agg.select(
+        *TP, kind.alias("kind"), "source_offset", "source_partition", "post", "target_offset",
+        "target_partition", F.col("_last.o").alias("dup_of"),
+        F.col("_last.p").alias("dup_of_partition"), "k1", "vh", "hh", "ts",
+    )  # fmt: skip
 
 
-def matched_counts(slot_rows: DataFrame) -> DataFrame:
-    return slot_rows.groupBy(*TP).agg(F.count_if(F.col("kind") == "matched").alias("matched"))
+def matched_pairs(slot_rows: DataFrame) -> DataFrame:
+    return slot_rows.filter(F.col("kind") == "matched").select(
+        *TP, "source_offset", "target_offset"
+    )
 
+
+def order_descents(pairs: DataFrame) -> DataFrame:
+    """Per (topic, partition) with any: how often, walking the target in offset order, the
+    source offset goes down. None means the target keeps the source order; only partitions
+    with descents need order_violations."""
+    w = Window.partitionBy(*TP).orderBy("target_offset")
+    prev = F.lag("source_offset").over(w)
+    return (
+        pairs.select(*TP, (F.col("source_offset") < prev).alias("_down"))
+        .groupBy(*TP)
+        .agg(F.count_if("_down").alias("descents"))
+        .filter(F.col("descents") > 0)
+    )
+
+
+SUMMARY_KINDS = ("source_count", "source_after_snapshot", "target_count", "matched",
+                 "unmatched_source", "unmatched_target", "duplicates")  # fmt: skip
+
+
+def slot_summary(slot_rows: DataFrame, check_order: bool = True) -> DataFrame:
+    """(topic, partition, kind, count) for SUMMARY_KINDS counted over the slots, plus
+    `descents` rows (check_order). Counts here cover compared (digest-carrying) rows only."""
+    k, post = F.col("kind"), F.col("post")
+    has_src = F.col("source_offset").isNotNull()
+    wide = slot_rows.groupBy(*TP).agg(
+        F.count_if(has_src & ~post).alias("source_count"),
+        F.count_if(has_src & post).alias("source_after_snapshot"),
+        F.count_if(F.col("target_offset").isNotNull()).alias("target_count"),
+        F.count_if(k == "matched").alias("matched"),
+        F.count_if(k == "source").alias("unmatched_source"),
+        F.count_if(k == "target").alias("unmatched_target"),
+        F.count_if(k == "duplicate").alias("duplicates"),
+    )
+    pairs = F.map_from_arrays(
+        F.array(*[F.lit(n) for n in SUMMARY_KINDS]), F.array(*[F.col(n) for n in SUMMARY_KINDS])
+    )
+    long = wide.select(*TP, F.explode(pairs).alias("kind", "count"))
+    if check_order:
+        descents = order_descents(matched_pairs(slot_rows)).select(
+            *TP, F.lit("descents").alias("kind"), F.col("descents").alias("count")
+        )
+        long = long.unionByName(descents)
+    return long
+
+
+# --------------------------------------------------------------------------- classify
 
 # Plain tuples on the executors: source (offset, partition, post, k1, vh, hh, ts), target
 # (offset, partition, k1, vh, hh, ts); a problem: (kind, source offset, source partition,
@@ -249,18 +304,18 @@ def pair_records(source: Iterable[SourceRec], target: Iterable[TargetRec]) -> li
         for t in reversed(t_left):  # reversed + pop(): offset order
             queues.setdefault(tuple(t[_T_FIELDS[k]] for k in keys), []).append(t)
         still: list[SourceRec] = []
-        used: set[int] = set()
+        used: set[tuple[int, int]] = set()
         for s in s_left:
             q = queues.get(tuple(s[_S_FIELDS[k]] for k in keys))
             if not q:
                 still.append(s)
                 continue
             t = q.pop()
-            used.add(id(t))
+            used.add((t[1], t[0]))
             fields = [n for n, c in FIELDS if s[_S_FIELDS[c]] != t[_T_FIELDS[c]]]
             out.append(("differs", s[0], s[1], t[0], t[1], fields))
         s_left = still
-        t_left = [t for t in t_left if id(t) not in used]
+        t_left = [t for t in t_left if (t[1], t[0]) not in used]
     out += [("pending" if s[2] else "missing", s[0], s[1], None, None, []) for s in s_left]
     out += [("extra", None, None, t[0], t[1], []) for t in t_left]
     return out
@@ -284,6 +339,7 @@ PROBLEM_SCHEMA = (
     "topic string, partition int, kind string, source_offset long, source_partition int, "
     "target_offset long, target_partition int, fields array<string>"
 )
+TP_SCHEMA = "topic string, partition int"
 
 
 def _shape(df: DataFrame, kind: Column, **cols: Column) -> DataFrame:
@@ -297,35 +353,33 @@ def _shape(df: DataFrame, kind: Column, **cols: Column) -> DataFrame:
     )  # fmt: skip
 
 
-def problems(slot_rows: DataFrame) -> DataFrame:
-    """One row per problem record (PROBLEM_SCHEMA); kinds: missing, pending, extra,
-    duplicate, differs. Partitions where both sides have unmatched records go through
-    pair_records on the executors; elsewhere unmatched records are missing/extra as is."""
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
+def problems(slot_rows: DataFrame, pair_partitions: Sequence[tuple[str, int]]) -> DataFrame:
+    """One row per problem record (PROBLEM_SCHEMA); kinds missing, pending, extra, duplicate,
+    differs. Unmatched records of `pair_partitions` (those with unmatched records on both
+    sides) go through pair_records on the executors; elsewhere an unmatched source record
+    is missing (pending when newer than the snapshot) and an unmatched target record extra."""
     k = F.col("kind")
+    spark = slot_rows.sparkSession
+    both = F.broadcast(spark.createDataFrame(list(pair_partitions), TP_SCHEMA))
     src = slot_rows.filter(k == "source")
     tgt = slot_rows.filter(k == "target")
-    both = F.broadcast(src.select(*TP).distinct().join(tgt.select(*TP).distinct(), TP))
-    lone_src = _shape(
-        src.join(both, TP, "left_anti"),
-        F.when(F.col("post"), F.lit("pending")).otherwise(F.lit("missing")),
-        source_offset=F.col("source_offset"),
-        source_partition=F.col("source_partition"),
-    )
-    lone_tgt = _shape(
-        tgt.join(both, TP, "left_anti"),
-        F.lit("extra"),
-        target_offset=F.col("target_offset"),
-        target_partition=F.col("target_partition"),
-    )
-    dups = _shape(
-        slot_rows.filter(k == "duplicate"),
-        F.lit("duplicate"),
-        source_offset=F.col("dup_of"),
-        source_partition=F.col("dup_of_partition"),
-        target_offset=F.col("target_offset"),
-        target_partition=F.col("target_partition"),
-    )
+    out = (
+        _shape(src.join(both, TP, "left_anti"),
+               F.when(F.col("post"), F.lit("pending")).otherwise(F.lit("missing")),
+               source_offset=F.col("source_offset"), source_partition=F.col("source_partition"))
+        .unionByName(_shape(tgt.join(both, TP, "left_anti"), F.lit("extra"),
+                            target_offset=F.col("target_offset"),
+                            target_partition=F.col("target_partition")))
+        .unionByName(_shape(slot_rows.filter(k == "duplicate"), F.lit("duplicate"),
+                            source_offset=F.col("dup_of"),
+                            source_partition=F.col("dup_of_partition"),
+                            target_offset=F.col("target_offset"),
+                            target_partition=F.col("target_partition")))
+    )  # fmt: skip
+    if not pair_partitions:
+        return out
+    # By value: executors need not have this package installed (any Spark cluster works).
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
     content = ["k1", "vh", "hh", "ts"]
     to_pair = src.join(both, TP).select(
         *TP, F.lit(0).alias("side"), F.col("source_offset").alias("off"),
@@ -334,41 +388,65 @@ def problems(slot_rows: DataFrame) -> DataFrame:
         *TP, F.lit(1).alias("side"), F.col("target_offset").alias("off"),
         F.col("target_partition").alias("rp"), F.lit(False).alias("post"), *content,
     ))  # fmt: skip
-    paired_rdd = (
+    paired = (
         to_pair.rdd.map(lambda r: ((r[0], r[1]), tuple(r[2:]))).groupByKey().flatMap(_pair_group)
     )
-    paired = slot_rows.sparkSession.createDataFrame(paired_rdd, PROBLEM_SCHEMA)
-    return lone_src.unionByName(lone_tgt).unionByName(dups).unionByName(paired)
+    return out.unionByName(spark.createDataFrame(paired, PROBLEM_SCHEMA))
+
+
+EXAMPLES_TYPE = (
+    "array<struct<source_offset:bigint,target_offset:bigint,source_partition:int,"
+    "target_partition:int,fields:array<string>>>"
+)
+
+
+def summarize(problem_rows: DataFrame, max_examples: int) -> DataFrame:
+    """(topic, partition, kind, count, examples): the first max_examples problems of each
+    kind, by source offset then target offset; plus `field:<name>` rows counting the
+    differing records per field."""
+    w = Window.partitionBy(*TP, "kind")
+    ranked = problem_rows.select(
+        "*",
+        F.count(F.lit(1)).over(w).alias("count"),
+        F.row_number().over(w.orderBy(F.col("source_offset").asc_nulls_last(),
+                                      F.col("target_offset"))).alias("_rn"),
+    )  # fmt: skip
+    example = F.struct("source_offset", "target_offset", "source_partition", "target_partition",
+                       "fields")  # fmt: skip
+    kinds = (
+        ranked.filter(F.col("_rn") <= max(max_examples, 1))  # one row keeps the count
+        .groupBy(*TP, "kind")
+        .agg(
+            F.max("count").alias("count"),
+            F.array_sort(F.collect_list(F.when(F.col("_rn") <= max_examples, example)))
+            .cast(EXAMPLES_TYPE)
+            .alias("examples"),
+        )
+    )
+    fields = (
+        problem_rows.filter(F.col("kind") == "differs")
+        .select(*TP, F.explode("fields").alias("field"))
+        .groupBy(*TP, "field")
+        .count()
+        .select(
+            *TP,
+            F.concat(F.lit("field:"), "field").alias("kind"),
+            "count",
+            F.array().cast(EXAMPLES_TYPE).alias("examples"),
+        )
+    )
+    return kinds.unionByName(fields)
 
 
 # --------------------------------------------------------------------------- order
-
-
-def matched_pairs(slot_rows: DataFrame) -> DataFrame:
-    return slot_rows.filter(F.col("kind") == "matched").select(
-        *TP, "source_offset", "target_offset"
-    )
-
-
-def order_descents(pairs: DataFrame) -> DataFrame:
-    """Per (topic, partition): how often, walking the target in offset order, the source
-    offset goes down. Zero means the target keeps the source order; only partitions with
-    descents need order_violators."""
-    w = Window.partitionBy(*TP).orderBy("target_offset")
-    prev = F.lag("source_offset").over(w)
-    return (
-        pairs.select(*TP, (F.col("source_offset") < prev).alias("_down"))
-        .groupBy(*TP)
-        .agg(F.count_if("_down").alias("descents"))
-        .filter(F.col("descents") > 0)
-    )
 
 
 def order_violators(source_offsets_in_target_order: Sequence[int]) -> list[int]:
     """The fewest records to take out so that the rest keep source order: everything not on
     one longest increasing subsequence (patience sorting, O(n log n)). Returned as source
     offsets, ascending. Of equally long subsequences the one ending in the smallest
-    offsets is kept, so for two swapped neighbours the later one (in target order) stays."""
+    offsets is kept, so of two swapped neighbours the one that comes first on the target
+    is reported."""
     seq = list(source_offsets_in_target_order)
     tails: list[int] = []  # tails[k]: smallest tail value of an increasing run of length k+1
     tail_idx: list[int] = []
@@ -394,8 +472,7 @@ def _violations_of(
     group: tuple[tuple[str, int], Iterable[tuple[int, int]]], max_examples: int
 ) -> tuple[str, int, int, list[int]]:
     (topic, partition), pairs = group
-    ordered = [s for _, s in sorted(pairs)]
-    bad = order_violators(ordered)
+    bad = order_violators([s for _, s in sorted(pairs)])
     return topic, partition, len(bad), bad[:max_examples]
 
 
@@ -406,11 +483,9 @@ def order_violations(
     in `disordered`; runs on the executors, one partition's matched pairs at a time."""
     if not disordered:
         return []
-    # By value: executors need not have this package installed (any Spark cluster works).
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
-    which = pairs.sparkSession.createDataFrame(list(disordered), "topic string, partition int")
-    rows = pairs.join(F.broadcast(which), TP)
-    keyed = rows.rdd.map(
+    which = F.broadcast(pairs.sparkSession.createDataFrame(list(disordered), TP_SCHEMA))
+    keyed = pairs.join(which, TP).rdd.map(
         lambda r: ((r["topic"], r["partition"]), (r["target_offset"], r["source_offset"]))
     )
     limit = max_examples
@@ -420,62 +495,68 @@ def order_violations(
     return out
 
 
-# --------------------------------------------------------------------------- report rows
+# --------------------------------------------------------------------------- evaluate
 
 
-EXAMPLES_TYPE = (
-    "array<struct<source_offset:bigint,target_offset:bigint,source_partition:int,"
-    "target_partition:int,fields:array<string>>>"
-)
+@dataclass
+class Outcome:
+    """What `evaluate` found. Keys are (topic, partition); partition -1 = a whole topic."""
 
-
-def summarize(problem_rows: DataFrame, max_examples: int) -> DataFrame:
-    """Per (topic, partition, kind): count, and the first max_examples problems ordered by
-    source offset (then target offset) as an array of structs."""
-    w = Window.partitionBy(*TP, "kind")
-    ranked = problem_rows.select(
-        "*",
-        F.count(F.lit(1)).over(w).alias("count"),
-        F.row_number().over(w.orderBy(F.col("source_offset").asc_nulls_last(),
-                                      F.col("target_offset"))).alias("_rn"),
-    )  # fmt: skip
-    example = F.struct("source_offset", "target_offset", "source_partition", "target_partition",
-                       "fields")  # fmt: skip
-    return (
-        ranked.filter(F.col("_rn") <= max(max_examples, 1))  # one row keeps the count
-        .groupBy(*TP, "kind")
-        .agg(
-            F.max("count").alias("count"),
-            F.array_sort(F.collect_list(F.when(F.col("_rn") <= max_examples, example)))
-            .cast(EXAMPLES_TYPE)
-            .alias("examples"),
-        )
+    counts: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
+    # (topic, partition, kind) -> (count, examples as dicts); kinds as in problems() plus
+    # field:<name>
+    problems: dict[tuple[str, int, str], tuple[int, list[dict[str, Any]]]] = field(
+        default_factory=dict
     )
+    violations: dict[tuple[str, int], tuple[int, list[int]]] = field(default_factory=dict)
 
 
-def results(slot_rows: DataFrame, max_examples: int, check_order: bool = True) -> DataFrame:
-    """Everything the report needs from the slots as one small frame, so that one Spark
-    action computes it: (topic, partition, kind, count, examples) for the problem kinds of
-    problems(), plus `matched`, `field:<name>` (differing records per field) and (with
-    check_order) `descents`."""
-    no_examples = F.array().cast(EXAMPLES_TYPE).alias("examples")
-    matched = matched_counts(slot_rows).select(
-        *TP, F.lit("matched").alias("kind"), F.col("matched").alias("count"), no_examples
-    )
-    found = problems(slot_rows)
-    fields = (
-        found.filter(F.col("kind") == "differs")
-        .select(*TP, F.explode("fields").alias("field"))
-        .groupBy(*TP, "field")
-        .count()
-        .select(*TP, F.concat(F.lit("field:"), "field").alias("kind"), "count", no_examples)
-    )
-    out = summarize(found, max_examples).unionByName(matched).unionByName(fields)
-    if check_order:
-        descents = order_descents(matched_pairs(slot_rows)).select(
-            *TP, F.lit("descents").alias("kind"), F.col("descents").alias("count"), no_examples
-        )
-        out = out.unionByName(descents)
+def evaluate(
+    rows: DataFrame,
+    max_examples: int = 10,
+    check_order: bool = True,
+    counts_from_rows: bool = False,
+) -> Outcome:
+    """Run the comparison on side_rows output: two Spark actions when the copy is exact,
+    three or four when it is not. counts_from_rows: count every row (sample mode, compacted
+    markers), which caches `rows` first; otherwise counts come from the slots."""
+    from pyspark import StorageLevel
+
+    out = Outcome()
+    if counts_from_rows:
+        rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+        for r in partition_counts(rows).collect():
+            out.counts[(r["topic"], r["partition"])] = {
+                k: int(r[k]) for k in ("source_count", "source_after_snapshot", "target_count")
+            }
+    slot_rows = slots(rows).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        summary: dict[tuple[str, int], dict[str, int]] = {}
+        for r in slot_summary(slot_rows, check_order).collect():
+            summary.setdefault((r["topic"], r["partition"]), {})[r["kind"]] = int(r["count"])
+        if counts_from_rows:
+            rows.unpersist()
+        for tp, s in summary.items():
+            entry = out.counts.setdefault(tp, {})
+            for k in SUMMARY_KINDS[:3]:
+                entry.setdefault(k, s.get(k, 0))
+            entry["matched"] = s.get("matched", 0)
+        to_pair = [tp for tp, s in summary.items()
+                   if s.get("unmatched_source") and s.get("unmatched_target")]  # fmt: skip
+        if any(s.get(k) for s in summary.values()
+               for k in ("unmatched_source", "unmatched_target", "duplicates")):  # fmt: skip
+            for r in summarize(problems(slot_rows, to_pair), max_examples).collect():
+                examples = [{k: v for k, v in e.asDict().items()} for e in r["examples"]]
+                out.problems[(r["topic"], r["partition"], r["kind"])] = (int(r["count"]),
+                                                                         examples)  # fmt: skip
+        disordered = [tp for tp, s in summary.items() if s.get("descents")]
+        pairs = matched_pairs(slot_rows)
+        for t, p, n, ex in order_violations(pairs, disordered, max_examples):
+            out.violations[(t, p)] = (n, ex)
+    finally:
+        slot_rows.unpersist()
+        if counts_from_rows:
+            rows.unpersist()
     return out
 
 
@@ -486,7 +567,7 @@ def results(slot_rows: DataFrame, max_examples: int, check_order: bool = True) -
 class Difference:
     topic: str
     partition: int
-    kind: str
+    kind: str  # missing, extra, duplicate, differs, order
     count: int
     examples: tuple[dict[str, Any], ...]
 
@@ -510,34 +591,39 @@ class MirrorMismatchError(AssertionError):
         super().__init__(f"target is not an exact copy of the source:\n{lines}")
 
 
-def differences(source_kafka: DataFrame, target_kafka: DataFrame,
-                topic_names: Mapping[str, str] | None = None,
-                max_examples: int = 10) -> list[Difference]:  # fmt: skip
-    """Compare two Kafka-shaped DataFrames (complete ranges, no snapshot subtleties)."""
+def differences(
+    source_kafka: DataFrame,
+    target_kafka: DataFrame,
+    topic_names: Mapping[str, str] | None = None,
+    max_examples: int = 10,
+) -> list[Difference]:
+    """Compare two Kafka-shaped DataFrames (complete ranges, no snapshot subtleties) and
+    list every difference; [] when the target is an exact, ordered copy."""
     rows = side_rows(normalize(source_kafka), normalize(target_kafka, topic_names))
-    s = slots(rows).persist()
-    found: list[Difference] = []
-    disordered: list[tuple[str, int]] = []
-    for r in results(s, max_examples).collect():
-        if r["kind"] == "descents":
-            disordered.append((r["topic"], r["partition"]))
-        elif r["kind"] in KINDS:
-            found.append(Difference(r["topic"], r["partition"], r["kind"], r["count"],
-                                    tuple(e.asDict() for e in r["examples"])))  # fmt: skip
-    for topic, partition, n, ex in order_violations(matched_pairs(s), disordered, max_examples):
-        found.append(Difference(topic, partition, "order", n,
-                                tuple({"source_offset": o} for o in ex)))  # fmt: skip
-    s.unpersist()
+    outcome = evaluate(rows, max_examples)
+    found = [
+        Difference(t, p, kind, n, tuple(ex))
+        for (t, p, kind), (n, ex) in outcome.problems.items()
+        if kind in KINDS
+    ]
+    found += [
+        Difference(t, p, "order", n, tuple({"source_offset": o} for o in ex))
+        for (t, p), (n, ex) in outcome.violations.items()
+    ]
     return sorted(found, key=lambda d: (d.topic, d.partition, d.kind))
 
 
-def is_mirrored(source_kafka: DataFrame, target_kafka: DataFrame,
-                topic_names: Mapping[str, str] | None = None) -> bool:  # fmt: skip
+def is_mirrored(
+    source_kafka: DataFrame, target_kafka: DataFrame, topic_names: Mapping[str, str] | None = None
+) -> bool:
+    """The boolean check: True when the target is an exact, ordered copy."""
     return not differences(source_kafka, target_kafka, topic_names)
 
 
-def assert_mirrored(source_kafka: DataFrame, target_kafka: DataFrame,
-                    topic_names: Mapping[str, str] | None = None) -> None:  # fmt: skip
+def assert_mirrored(
+    source_kafka: DataFrame, target_kafka: DataFrame, topic_names: Mapping[str, str] | None = None
+) -> None:
+    """The assert form: raises MirrorMismatchError listing every difference."""
     found = differences(source_kafka, target_kafka, topic_names)
     if found:
         raise MirrorMismatchError(found)

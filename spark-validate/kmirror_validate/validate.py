@@ -183,53 +183,33 @@ def _side_rows(spark: SparkSession, prep: Prepared) -> DataFrame:
 
 
 def run(spark: SparkSession, prep: Prepared, progress: Progress | None = None) -> Report:
-    """Read both sides, compare, build the report. Three or four Spark actions."""
-    from pyspark import StorageLevel
-
+    """Read both sides, compare, build the report."""
     progress = progress or Progress(None, enabled=False)
     opts = prep.options
-    same = prep.config.partitioning == "same"
     rows = _side_rows(spark, prep)
-    found: dict[tuple[str, int, str], tuple[int, list[Example]]] = {}
-    violations: dict[TP, tuple[int, list[int]]] = {}
     if opts.mode == "count":
         progress.phase("reading and counting")
-        counts = {(r["topic"], r["partition"]): r for r in
-                  compare.partition_counts(rows).collect()}  # fmt: skip
+        outcome = compare.Outcome()
+        for r in compare.partition_counts(rows).collect():
+            outcome.counts[(r["topic"], r["partition"])] = {
+                k: int(r[k]) for k in ("source_count", "source_after_snapshot", "target_count")
+            }
     else:
-        rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
-        progress.phase("reading both sides")
-        counts = {(r["topic"], r["partition"]): r for r in
-                  compare.partition_counts(rows).collect()}  # fmt: skip
-        progress.phase("matching records")
-        slots = compare.slots(rows).persist(StorageLevel.MEMORY_AND_DISK)
-        disordered: list[TP] = []
-        for r in compare.results(slots, opts.max_examples, check_order=same).collect():
-            key = (r["topic"], r["partition"])
-            if r["kind"] == "descents":
-                disordered.append(key)
-                continue
-            examples = [Example(**e.asDict()) for e in r["examples"]]
-            found[(*key, r["kind"])] = (int(r["count"]), examples)
-        rows.unpersist()
-        if disordered:
-            progress.phase("checking order")
-            pairs = compare.matched_pairs(slots)
-            for t, p, n, ex in compare.order_violations(pairs, disordered, opts.max_examples):
-                violations[(t, p)] = (n, ex)
-        slots.unpersist()
-    return _report(prep, counts, found, violations)
+        progress.phase("reading and matching")
+        latest = any(_view(p, opts) == "latest" for p in prep.plans)
+        outcome = compare.evaluate(
+            rows,
+            opts.max_examples,
+            check_order=prep.config.partitioning == "same",
+            counts_from_rows=opts.mode == "sample" or latest,
+        )
+    return _report(prep, outcome)
 
 
 # --------------------------------------------------------------------------- report
 
 
-def _report(
-    prep: Prepared,
-    counts: Mapping[TP, Any],
-    found: Mapping[tuple[str, int, str], tuple[int, list[Example]]],
-    violations: Mapping[TP, tuple[int, list[int]]],
-) -> Report:
+def _report(prep: Prepared, outcome: compare.Outcome) -> Report:
     opts = prep.options
     same = prep.config.partitioning == "same"
     digest = opts.mode != "count"
@@ -239,10 +219,10 @@ def _report(
         entries: list[PartitionResult] = []
         numbers = list(range(plan.partitions)) if same else [-1]
         for p in numbers:
-            c = counts.get((plan.source, p))
-            src_n = int(c["source_count"]) if c else 0
-            after = int(c["source_after_snapshot"]) if c else 0
-            tgt_n = int(c["target_count"]) if c else 0
+            c = outcome.counts.get((plan.source, p), {})
+            src_n = c.get("source_count", 0)
+            after = c.get("source_after_snapshot", 0)
+            tgt_n = c.get("target_count", 0)
             entry = PartitionResult(partition=p, source_count=src_n,
                                     source_after_snapshot=after, target_count=tgt_n)  # fmt: skip
             if p >= 0:
@@ -258,7 +238,8 @@ def _report(
             if not digest:
                 entry.missing, entry.extra = entry.count_missing, entry.count_extra
             else:
-                _fill_digest(entry, plan.source, p, found, violations, check_order=same)
+                entry.matched = c.get("matched", 0)
+                _fill_digest(entry, plan.source, p, outcome, check_order=same)
             entries.append(entry)
         topics.append(TopicResult(
             topic=plan.source, target_topic=plan.target, partitions=entries,
@@ -287,17 +268,12 @@ def _report(
 
 
 def _fill_digest(
-    entry: PartitionResult,
-    topic: str,
-    p: int,
-    found: Mapping[tuple[str, int, str], tuple[int, list[Example]]],
-    violations: Mapping[TP, tuple[int, list[int]]],
-    check_order: bool,
+    entry: PartitionResult, topic: str, p: int, outcome: compare.Outcome, check_order: bool
 ) -> None:
     def get(kind: str) -> tuple[int, list[Example]]:
-        return found.get((topic, p, kind), (0, []))
+        n, examples = outcome.problems.get((topic, p, kind), (0, []))
+        return n, [Example(**e) for e in examples]
 
-    entry.matched = get("matched")[0]
     for attr, kind in (("missing", "missing"), ("extra", "extra"),
                        ("duplicates", "duplicate"), ("differs", "differs")):  # fmt: skip
         n, ex = get(kind)
@@ -307,7 +283,7 @@ def _fill_digest(
     entry.pending = get("pending")[0]
     entry.field_differs = {f: get(f"field:{f}")[0] for f in FIELD_NAMES}
     if check_order:
-        n, offs = violations.get((topic, p), (0, []))
+        n, offs = outcome.violations.get((topic, p), (0, []))
         entry.order_violations = n
         if offs:
             entry.examples["order"] = [Example(source_offset=o) for o in offs]

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from tests.conftest import KafkaLocal, MakeTopic
 from tests.faults.conftest import MODES
@@ -31,7 +31,7 @@ from tests.faults.harness import (
     mirror_args,
     topic_name,
 )
-from tests.kafkatools import Clusters, produce, wait_until
+from tests.kafkatools import Clusters, end_offsets, produce, wait_until
 from tests.mirrorproc import MirrorProcess
 
 CATCH_UP_S = 240.0
@@ -371,6 +371,11 @@ def _target_down(
         progress.wait(goal, CATCH_UP_S)
         res.recovery_s.append(round(time.monotonic() - back, 2))
         res.details["recovery_from"] = "target back"
+        logs = mirror.logs()
+        # The failure path really ran: records timed out during the outage.
+        res.details["send_failure_logged"] = (
+            "target refused records" in logs if abort else "send failed, retrying" in logs
+        )
         _finish(res, clusters, topic, load, progress, [mirror], started)
     finally:
         load.kill()
@@ -394,6 +399,7 @@ def test_target_down_abort_on_send_failure_true(
     res = _target_down(
         True, mode, clusters, kafka_local, make_topic, target_cleanup, tmp_path, fault_results
     )
+    assert res.details["send_failure_logged"]
     failures = res.mirror_exits[:-1]
     assert failures and all(c in (1, 3) for c in failures), res.mirror_exits
     assert 1 in failures, res.mirror_exits
@@ -415,6 +421,7 @@ def test_target_down_abort_on_send_failure_false(
     )
     assert res.mirror_exits == [0], res.mirror_exits
     assert res.details["restarts"] == 0
+    assert res.details["send_failure_logged"]
 
 
 # --------------------------------------------------------------------------- too large
@@ -464,6 +471,7 @@ def test_record_larger_than_target_accepts(
                 res.details[f"exit_abort_{abort}"] = code
                 res.details[f"seconds_to_exit_abort_{abort}"] = round(time.monotonic() - t0, 1)
                 log = m.log
+            res.mirror_exits.append(code)
             assert code == 1, log[-3000:]
             assert "max.message.bytes" in log and topic in log, log[-3000:]
             assert "Message size too large" in log, log[-3000:]
@@ -471,16 +479,23 @@ def test_record_larger_than_target_accepts(
             assert committed <= big_offset, f"committed {committed} past record {big_offset}"
             res.details[f"committed_abort_{abort}"] = committed
         admin = AdminClient({"bootstrap.servers": clusters.target_bootstrap})
-        res_cfg = ConfigResource(
-            ConfigResource.Type.TOPIC, topic, set_config={"max.message.bytes": "1000000"}
+        raise_limit = ConfigResource(
+            ConfigResource.Type.TOPIC,
+            topic,
+            incremental_configs=[
+                ConfigEntry(
+                    "max.message.bytes", "1000000", incremental_operation=AlterConfigOpType.SET
+                )
+            ],
         )
-        for fut in admin.alter_configs([res_cfg]).values():
+        for fut in admin.incremental_alter_configs([raise_limit]).values():
             fut.result()
         args = mirror_args(tmp_path, clusters, group, topic, name="fixed")
         with MirrorProcess(args, tmp_path / "fixed.log") as m:
             res.recovery_s.append(round(progress.wait({0: 2 * len(small) + 1}, 120), 2))
             res.details["recovery_from"] = "restart after raising max.message.bytes"
-            assert m.stop() == 0, m.log[-3000:]
+            res.mirror_exits.append(m.stop())
+            assert res.mirror_exits[-1] == 0, m.log[-3000:]
         res.apply(compare(clusters, topic))
         res.duration_s = round(time.monotonic() - started, 1)
     finally:
@@ -538,6 +553,12 @@ def test_two_mirrors_in_one_group_one_killed(
             goal = progress.source_end()
             victim.kill()
             t_kill = time.monotonic()
+            # Delivered but not committed by the victim: what the survivor copies again.
+            at_kill = {
+                "committed": progress.committed(partitions),
+                "target_end": end_offsets(clusters.target_bootstrap, topic),
+            }
+            res.details.setdefault("at_kill", []).append(at_kill)
             wait_until(lambda o=other: _assigned(o) == partitions, 90, 0.25, "survivor owns all")
             takeover.append(round(time.monotonic() - t_kill, 2))
             progress.wait(goal, CATCH_UP_S)

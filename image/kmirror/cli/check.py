@@ -4,29 +4,39 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
+import time
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 
 from kmirror.config.loader import describe, load_config
 from kmirror.config.model import MirrorConfig
-from kmirror.errors import ClusterError, TopicError
+from kmirror.errors import TopicError
+from kmirror.mirror.connect import await_metadata
 
 
 def _topics(config: MirrorConfig, side: str, timeout: float) -> dict[str, int]:
-    conf: dict[str, Any] = dict(config.admin_conf("source" if side == "source" else "target"))
+    errors: list[KafkaError] = []
+    conf: dict[str, Any] = {
+        **config.admin_conf("source" if side == "source" else "target"),
+        "error_cb": errors.append,
+        "logger": logging.getLogger("kmirror.librdkafka"),
+    }
     admin = AdminClient(conf)
-    try:
-        md = admin.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        cluster = config.source if side == "source" else config.target
-        raise ClusterError(
-            f"cannot reach the {side} cluster at {cluster.bootstrap_servers} within "
-            f"{timeout:.0f}s ({exc.args[0].str()}): check the bootstrap servers, the network "
-            "and the security settings"
-        ) from exc
+    cluster = config.source if side == "source" else config.target
+    # A refused password or certificate is reported at once, an unreachable address after
+    # `timeout` seconds (connect.py).
+    md = await_metadata(
+        admin,
+        lambda: admin.poll(0),
+        errors,
+        time.monotonic() + timeout,
+        side,
+        cluster.bootstrap_servers,
+    )
     return {n: len(t.partitions) for n, t in md.topics.items() if t.error is None}
 
 

@@ -88,7 +88,7 @@ def _entrypoint() -> int:
         os.environ.setdefault(key, value)
     argv = plan.argv(directory)
     log.info("starting: kmirror %s", shlex.join(argv))
-    from kmirror.cli.main import main  # noqa: PLC0415 - cli.main imports this module lazily
+    from kmirror.cli.main import main  # cli.main imports this module lazily
 
     return main(argv)
 
@@ -133,8 +133,8 @@ def render(args: argparse.Namespace) -> int:
 
 def _check(plan: Plan, directory: Path) -> list[str]:
     """Load the rendered files the way `kmirror run` will: same errors, same warnings."""
-    from kmirror.cli.main import build_parser  # noqa: PLC0415 - see _entrypoint
-    from kmirror.config.loader import load_config  # noqa: PLC0415 - keeps `render --help` light
+    from kmirror.cli.main import build_parser  # see _entrypoint
+    from kmirror.config.loader import load_config  # keeps `render --help` light
 
     args = build_parser().parse_args(plan.argv(directory))
     return list(load_config(args, plan.environ).notes)

@@ -39,6 +39,7 @@ from kmirror.errors import (
     TopicError,
 )
 from kmirror.metrics.worker import WorkerMetrics
+from kmirror.mirror.connect import CONNECT_TIMEOUT_S, await_metadata
 from kmirror.mirror.topics import TopicManager
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,7 @@ class Stream:
         # restart) and are retried instead of stopping the mirror.
         self._started = False
         self._source_counts: dict[str, int] = {}
+        self._client_errors: list[KafkaError] = []  # for the start-up check (connect.py)
         self._acked = 0
         self._next_refresh = 0.0
         self._last_commit = time.monotonic()
@@ -149,6 +151,8 @@ class Stream:
                 self._metrics.latency.observe(max(time.time() - ts / 1000.0, 0.0))
 
     def _on_client_error(self, err: KafkaError) -> None:
+        if not self._started:
+            self._client_errors.append(err)
         if err.fatal():
             self._fatal = MirrorError(f"fatal client error: {err}")
         elif err.code() in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
@@ -291,12 +295,31 @@ class Stream:
 
     # -- the loop ------------------------------------------------------------------------------
 
+    def _connect(self, consumer: Consumer, producer: Producer) -> None:
+        """Start-up: both clusters answer, or a clear ClusterError (exit 3) in bounded time.
+        (consumer.poll(0) is safe here: nothing is subscribed yet.)"""
+        deadline = time.monotonic() + CONNECT_TIMEOUT_S
+        for side, client, cluster in (
+            ("source", consumer, self._config.source),
+            ("target", producer, self._config.target),
+        ):
+            await_metadata(
+                client,
+                lambda c=client: c.poll(0),  # type: ignore[misc]
+                self._client_errors,
+                deadline,
+                side,
+                cluster.bootstrap_servers,
+            )
+        self._client_errors.clear()
+
     def run(self) -> None:
         """Copy until stopped. Raises a KmirrorError when continuing could lose records."""
         consumer, producer = self._clients()
         interval = self._config.offset_commit_interval_ms / 1000.0
         clean = False
         try:
+            self._connect(consumer, producer)
             while not self._stop.is_set():
                 if time.monotonic() >= self._next_refresh:
                     self._refresh_topics()

@@ -1,0 +1,240 @@
+"""The contenders: how each one is configured and started. Every setting here is listed in
+docs/benchmarks.md; change both together."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scripts.kafkalocal import RESOLVE_JARS, java_bin
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+MM2_MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
+MM2_HEAP = ["-Xmx1g"]
+
+# The producer settings kmirror uses by default (PRODUCER_DEFAULTS + PRODUCER_FORCED), in Java
+# client terms, for MM2's producer. Connect's own defaults would be idempotence off and
+# max.in.flight 1, which is neither fair nor what kmirror does (librdkafka's idempotent producer
+# keeps up to 5 requests in flight per partition).
+MM2_PRODUCER = {
+    "acks": "all",
+    "enable.idempotence": "true",
+    "max.in.flight.requests.per.connection": "5",
+    "linger.ms": "10",
+    "batch.size": "1000000",
+    "compression.type": "none",
+}
+# kmirror's consumer waits at most 100 ms for a fetch (fetch.wait.max.ms) and takes up to 5000
+# records per loop (CONSUME_BATCH); the Java consumer's defaults are 500 ms and 500.
+MM2_CONSUMER = {
+    "fetch.max.wait.ms": "100",
+    "max.poll.records": "5000",
+}
+
+MM2_LOG4J2 = """\
+# Written by the kmirror benchmark: MirrorMaker 2 logs WARN and above to its stdout (mm2.log).
+status = warn
+name = bench-mm2
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.stdout.ref = STDOUT
+"""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What a prepared run starts, and the files it wrote."""
+
+    cmd: list[str]
+    files: dict[str, Path]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Contender:
+    """kind 'kmirror': parallelism = --num.streams; kind 'mm2': parallelism = tasks.max.
+
+    consumer/producer: extra client properties (experiments only; the benchmark's contenders
+    use none). env: extra environment (experiments only).
+    """
+
+    name: str
+    kind: str
+    parallelism: int
+    consumer: Mapping[str, str] = field(default_factory=dict)
+    producer: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+    module: str = "kmirror.cli.main"
+
+    @property
+    def label(self) -> str:
+        if self.kind == "kmirror":
+            return f"kmirror --num.streams {self.parallelism}"
+        return f"MirrorMaker 2 tasks.max={self.parallelism}"
+
+    def describe(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "name": self.name,
+            "kind": self.kind,
+            "label": self.label,
+            "parallelism": self.parallelism,
+        }
+        if self.kind == "mm2":
+            out["producer"] = dict(MM2_PRODUCER)
+            out["consumer"] = dict(MM2_CONSUMER)
+            out["heap"] = MM2_HEAP
+        if self.consumer:
+            out["consumer_overrides"] = dict(self.consumer)
+        if self.producer:
+            out["producer_overrides"] = dict(self.producer)
+        if self.env:
+            out["env"] = dict(self.env)
+        return out
+
+    def prepare(
+        self,
+        run_dir: Path,
+        run_id: str,
+        source: str,
+        target: str,
+        topics: list[str],
+    ) -> Launch:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if self.kind == "kmirror":
+            return self._kmirror(run_dir, run_id, source, target, topics)
+        return self._mm2(run_dir, run_id, source, target, topics)
+
+    def _kmirror(
+        self, run_dir: Path, run_id: str, source: str, target: str, topics: list[str]
+    ) -> Launch:
+        cprops = run_dir / "consumer.properties"
+        pprops = run_dir / "producer.properties"
+        _write_properties(
+            cprops,
+            {
+                "bootstrap.servers": source,
+                "group.id": f"bench-{run_id}",  # fresh group: starts at the beginning
+                "auto.offset.reset": "earliest",
+                **self.consumer,
+            },
+        )
+        _write_properties(pprops, {"bootstrap.servers": target, **self.producer})
+        cmd = [
+            sys.executable,
+            "-m",
+            self.module,
+            "run",
+            "--consumer.config",
+            str(cprops),
+            "--producer.config",
+            str(pprops),
+            "--whitelist",
+            "|".join(topics),
+            "--num.streams",
+            str(self.parallelism),
+            "--metrics-port",
+            "0",
+        ]
+        return Launch(cmd, {"consumer": cprops, "producer": pprops}, dict(self.env))
+
+    def _mm2(
+        self, run_dir: Path, run_id: str, source: str, target: str, topics: list[str]
+    ) -> Launch:
+        # A fresh source alias per run: fresh internal topics (mm2-offsets.<alias>.internal ...)
+        # and a fresh Connect group (<alias>-mm2), so nothing is resumed from an earlier run.
+        a, b = f"src{run_id}", "tgt"
+        props = mm2_properties(a, b, source, target, topics, self.parallelism)
+        path = run_dir / "mm2.properties"
+        _write_properties(path, props)
+        log4j = run_dir / "log4j2.properties"
+        log4j.write_text(MM2_LOG4J2)
+        cmd = [
+            java_bin(),
+            *MM2_HEAP,
+            f"-Dlog4j2.configurationFile={log4j}",
+            "-cp",
+            f"{mm2_jar_dir()}/*",
+            MM2_MAIN,
+            str(path),
+        ]
+        return Launch(cmd, {"mm2": path, "log4j2": log4j})
+
+
+def mm2_properties(
+    a: str, b: str, source: str, target: str, topics: list[str], tasks: int
+) -> dict[str, str]:
+    props = {
+        "clusters": f"{a},{b}",
+        f"{a}.bootstrap.servers": source,
+        f"{b}.bootstrap.servers": target,
+        f"{a}->{b}.enabled": "true",
+        f"{b}->{a}.enabled": "false",
+        f"{a}->{b}.topics": "|".join(topics),
+        "replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+        "tasks.max": str(tasks),
+        # Only the copy: no heartbeats, no checkpoints, no group offset sync, no offset syncs
+        # (they only feed checkpoints), no ACL sync (the clusters have no authorizer).
+        "emit.heartbeats.enabled": "false",
+        "emit.checkpoints.enabled": "false",
+        "sync.group.offsets.enabled": "false",
+        "emit.offset-syncs.enabled": "false",
+        "sync.topic.acls.enabled": "false",
+        # kmirror looks for new topics every 5 s (default); MM2's default is 600 s.
+        "refresh.topics.interval.seconds": "5",
+        # Single-broker clusters: every topic MM2 creates gets replication factor 1.
+        "replication.factor": "1",
+        "checkpoints.topic.replication.factor": "1",
+        "heartbeats.topic.replication.factor": "1",
+        "offset.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        "config.storage.replication.factor": "1",
+    }
+    props.update({f"{b}.producer.{k}": v for k, v in MM2_PRODUCER.items()})
+    props.update({f"{a}.consumer.{k}": v for k, v in MM2_CONSUMER.items()})
+    return props
+
+
+def _write_properties(path: Path, conf: Mapping[str, str]) -> None:
+    path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()), encoding="utf-8")
+
+
+def _jar_dir(kind: str) -> Path:
+    proc = subprocess.run(
+        [str(RESOLVE_JARS), "--print-dir", kind],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"resolve-jars {kind} failed:\n{proc.stderr.strip()}")
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+_DIRS: dict[str, Path] = {}
+
+
+def mm2_jar_dir() -> Path:
+    if "mm2" not in _DIRS:
+        _DIRS["mm2"] = _jar_dir("mm2")
+    return _DIRS["mm2"]
+
+
+def kafka_jar_dir() -> Path:
+    if "kafka" not in _DIRS:
+        _DIRS["kafka"] = _jar_dir("kafka")
+    return _DIRS["kafka"]
+
+
+def default_contenders() -> list[Contender]:
+    return [
+        Contender("kmirror-1", "kmirror", 1),
+        Contender("kmirror-2", "kmirror", 2),
+        Contender("mm2-1", "mm2", 1),
+        Contender("mm2-2", "mm2", 2),
+    ]

@@ -1,0 +1,56 @@
+"""kmirror variants for trying engine tweaks without editing the engine.
+
+    python -m scripts.bench.run --full --only kmirror-1 --experiments linger50,batch20k
+
+Client settings go through the MM1 --consumer.config / --producer.config files, exactly as a
+user would set them. CONSUME_BATCH is a module constant: the variant runs kmirror through
+scripts/bench/kmirror_patched.py, which sets it from KMIRROR_BENCH_CONSUME_BATCH in every
+process (the stream processes re-import the main module when they spawn).
+"""
+
+from __future__ import annotations
+
+from scripts.bench.contenders import Contender
+
+PATCHED = "scripts.bench.kmirror_patched"
+
+EXPERIMENTS: dict[str, dict[str, object]] = {
+    # Producer: longer linger, bigger batches per request.
+    "linger50": {"producer": {"linger.ms": "50"}},
+    "linger0": {"producer": {"linger.ms": "0"}},
+    # Consumer: more prefetched per partition, bigger fetches.
+    "fetch4m": {
+        "consumer": {
+            "max.partition.fetch.bytes": "4194304",
+            "fetch.max.bytes": "104857600",
+            "queued.min.messages": "1000000",
+        }
+    },
+    # Engine constant: records per consume() call.
+    "batch1k": {"env": {"KMIRROR_BENCH_CONSUME_BATCH": "1000"}, "module": PATCHED},
+    "batch20k": {"env": {"KMIRROR_BENCH_CONSUME_BATCH": "20000"}, "module": PATCHED},
+    # No stats callback (statistics.interval.ms=0): the JSON parse every 5 s.
+    "nostats": {"consumer": {"statistics.interval.ms": "0"}},
+}
+
+
+def experiment_contenders(spec: str) -> list[Contender]:
+    out: list[Contender] = []
+    for item in spec.split(","):
+        name, _, streams = item.partition(":")
+        if name not in EXPERIMENTS:
+            raise SystemExit(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
+        e = EXPERIMENTS[name]
+        n = int(streams or 1)
+        out.append(
+            Contender(
+                f"kmirror-{n}-{name}",
+                "kmirror",
+                n,
+                consumer=dict(e.get("consumer", {})),  # type: ignore[call-overload]
+                producer=dict(e.get("producer", {})),  # type: ignore[call-overload]
+                env=dict(e.get("env", {})),  # type: ignore[call-overload]
+                module=str(e.get("module", "kmirror.cli.main")),
+            )
+        )
+    return out

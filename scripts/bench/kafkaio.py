@@ -1,0 +1,114 @@
+"""Admin helpers: topics and end offsets, one AdminClient per bootstrap."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    NewTopic,
+    OffsetSpec,
+)
+
+_QUIET = logging.getLogger("bench.admin.librdkafka")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+
+_ADMINS: dict[str, AdminClient] = {}
+
+
+def admin(bootstrap: str) -> AdminClient:
+    a = _ADMINS.get(bootstrap)
+    if a is None:
+        conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _QUIET}
+        a = _ADMINS[bootstrap] = AdminClient(conf)
+    return a
+
+
+def topics(bootstrap: str) -> dict[str, int]:
+    """Every topic (internal ones included) and its partition count."""
+    md = admin(bootstrap).list_topics(timeout=30)
+    return {n: len(t.partitions) for n, t in md.topics.items() if t.error is None}
+
+
+RETRIABLE = {
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+}
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int, timeout: float = 30) -> list[int]:
+    """High watermark of partitions 0..partitions-1 (one ListOffsets request; retried while a
+    new topic's leaders settle)."""
+    deadline = time.monotonic() + timeout
+    req = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
+    while True:
+        futs = admin(bootstrap).list_offsets(req, request_timeout=10)
+        out = [0] * partitions
+        try:
+            for tp, fut in futs.items():
+                out[tp.partition] = int(fut.result(timeout=15).offset)
+            return out
+        except KafkaException as exc:
+            if exc.args[0].code() not in RETRIABLE or time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, timeout: float = 60) -> None:
+    """Create and wait until every partition has a leader (retries while a delete settles)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        fut = admin(bootstrap).create_topics(
+            [NewTopic(name, num_partitions=partitions, replication_factor=1)],
+            operation_timeout=30,
+        )[name]
+        try:
+            fut.result(timeout=35)
+            break
+        except KafkaException as exc:
+            code = exc.args[0].code()
+            if code == KafkaError.TOPIC_ALREADY_EXISTS and time.monotonic() < deadline:
+                time.sleep(0.3)  # a deleted topic of the same name is still going away
+                continue
+            raise
+    while True:
+        md = admin(bootstrap).list_topics(topic=name, timeout=10)
+        tm = md.topics.get(name)
+        if (
+            tm is not None
+            and tm.error is None
+            and len(tm.partitions) == partitions
+            and all(p.leader >= 0 for p in tm.partitions.values())
+        ):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {name} not ready at {bootstrap} after {timeout:.0f}s")
+        time.sleep(0.1)
+
+
+def delete_topics(bootstrap: str, names: list[str], wait: bool = True, timeout: float = 60) -> None:
+    """Delete topics (missing ones are fine); with wait, until metadata no longer lists them."""
+    if not names:
+        return
+    futs = admin(bootstrap).delete_topics(names, operation_timeout=30)
+    for fut in futs.values():
+        try:
+            fut.result(timeout=35)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise
+    if not wait:
+        return
+    deadline = time.monotonic() + timeout
+    while set(names) & set(topics(bootstrap)):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topics {names} still listed at {bootstrap} after {timeout:.0f}s")
+        time.sleep(0.2)

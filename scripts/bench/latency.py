@@ -1,0 +1,147 @@
+"""End-to-end latency at a fixed rate: a paced producer on the source, a consumer on the target.
+
+Latency of a record = wall time when the target consumer received it minus its CreateTime
+(set by the source producer when it produced the record; the mirror keeps it). Both clocks are
+this machine's.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from scripts.bench import kafkaio
+from scripts.bench.loops import consumer_conf, payload
+
+TICK_S = 0.005
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of an ascending list."""
+    if not sorted_values:
+        return float("nan")
+    k = max(0, min(len(sorted_values) - 1, math.ceil(q / 100 * len(sorted_values)) - 1))
+    return sorted_values[k]
+
+
+def summarize(latencies_ms: list[float]) -> dict[str, float]:
+    s = sorted(latencies_ms)
+    return {
+        "count": len(s),
+        "p50_ms": percentile(s, 50),
+        "p90_ms": percentile(s, 90),
+        "p99_ms": percentile(s, 99),
+        "p999_ms": percentile(s, 99.9),
+        "max_ms": s[-1] if s else float("nan"),
+        "mean_ms": sum(s) / len(s) if s else float("nan"),
+    }
+
+
+def send_sentinels(source: str, topic: str, partitions: int) -> None:
+    """One record per partition: the harness waits for them on the target before the load."""
+    p = Producer({"bootstrap.servers": source, "logger": kafkaio._QUIET})
+    for i in range(partitions):
+        p.produce(topic, b"sentinel", partition=i)
+    if p.flush(30):
+        raise RuntimeError(f"sentinels to {topic} not acknowledged")
+
+
+def steady_load(
+    source: str,
+    target: str,
+    topic: str,
+    partitions: int,
+    rate: int,
+    seconds: float,
+    size: int,
+    tick: Callable[[str], None] | None = None,
+    settle_timeout: float = 60.0,
+) -> dict[str, Any]:
+    """Produce rate records/s for seconds to topic on source; measure their arrival on target.
+
+    Returns latency percentiles and whether the target ended with exactly the source's
+    records in every partition.
+    """
+    start = kafkaio.end_offsets(target, topic, partitions)
+    consumer = Consumer({**consumer_conf(target), "fetch.wait.max.ms": 100})
+    consumer.assign([TopicPartition(topic, p, start[p]) for p in range(partitions)])
+    latencies: list[float] = []
+    stop = threading.Event()
+    errors: list[str] = []
+
+    def receive() -> None:
+        while not stop.is_set():
+            msgs = consumer.consume(1000, 0.05)
+            now_ms = time.time() * 1000.0
+            for m in msgs:
+                if m.error() is not None:
+                    errors.append(str(m.error()))
+                    continue
+                latencies.append(now_ms - m.timestamp()[1])
+
+    reader = threading.Thread(target=receive, name="latency-reader", daemon=True)
+    reader.start()
+
+    failed = [0]
+
+    def on_delivery(err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            failed[0] += 1
+
+    producer = Producer(
+        {
+            "bootstrap.servers": source,
+            "logger": kafkaio._QUIET,
+            "linger.ms": 0,
+            "acks": "all",
+            "enable.idempotence": True,
+            "on_delivery": on_delivery,
+        }
+    )
+    value = payload(size)
+    total = int(rate * seconds)
+    sent = 0
+    t0 = time.monotonic()
+    next_report = t0 + 1
+    while sent < total:
+        due = min(total, int((time.monotonic() - t0) * rate) + 1)
+        while sent < due:
+            producer.produce(topic, value, partition=sent % partitions)
+            sent += 1
+        producer.poll(0)
+        now = time.monotonic()
+        if tick is not None and now >= next_report:
+            next_report = now + 1
+            tick(f"steady load {sent:,}/{total:,} sent, {len(latencies):,} arrived")
+        time.sleep(TICK_S)
+    produce_s = time.monotonic() - t0
+    failed[0] += producer.flush(30)
+
+    deadline = time.monotonic() + settle_timeout
+    while len(latencies) < total and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    reader.join(5)
+    consumer.close()
+
+    src_end = kafkaio.end_offsets(source, topic, partitions)
+    tgt_end = kafkaio.end_offsets(target, topic, partitions)
+    verified = src_end == tgt_end and failed[0] == 0 and len(latencies) == total and not errors
+    out: dict[str, Any] = {
+        "rate_rps": rate,
+        "seconds": seconds,
+        "produce_s": produce_s,
+        "sent": total,
+        "received": len(latencies),
+        "send_errors": failed[0],
+        "consume_errors": errors[:5],
+        "verified": verified,
+        "source_end": src_end,
+        "target_end": tgt_end,
+    }
+    out.update(summarize(latencies))
+    return out

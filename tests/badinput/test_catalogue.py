@@ -1,0 +1,276 @@
+"""Runs every row of the bad-input catalogue (catalogue.py) against the real command: the exit
+code, a message naming the problem, a bounded time, and afterwards: no offset committed by the
+row's consumer group, no topic created on the target, the row's password nowhere in the output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    ConsumerGroupTopicPartitions,
+)
+
+from kmirror.config.env import BY_NAME
+from tests.badinput.catalogue import CASES, DOC, Case, markdown
+from tests.conftest import MakeTopic
+from tests.kafkatools import Clusters, list_topics, produce, unique
+from tests.mirrorproc import run_cli, write_properties
+
+pytestmark = pytest.mark.badinput
+
+# Appears in rows that carry a credential: it must never be echoed back.
+PASSWORD = "Catalogue-Pw-5f1e0c2a"
+_ENV_PREFIXES = ("KMIRROR_", "MIRROR_MAKER_", "SOURCE_CLUSTER_", "SINK_CLUSTER_")
+
+
+def clean_env(extra: Mapping[str, str]) -> dict[str, str]:
+    """The test process's environment without anything kmirror would read, plus extra."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in BY_NAME and not k.startswith(_ENV_PREFIXES) or k == "KMIRROR_CACHE"
+    }
+    env["KMIRROR_METRICS_PORT"] = "0"
+    env.update(extra)
+    return env
+
+
+class Ctx:
+    """What a row's builder may use: files in its own directory, the clusters, its topic and
+    its consumer group."""
+
+    def __init__(
+        self, tmp: Path, clusters: Clusters, topic: str, group: str, secure: Any = None
+    ) -> None:
+        self.tmp, self.clusters, self.topic, self.group, self.secure = (
+            tmp,
+            clusters,
+            topic,
+            group,
+            secure,
+        )
+        unreadable = tmp / "secret-is-a-directory"
+        unreadable.mkdir(exist_ok=True)
+        templates = tmp / "templates"
+        templates.mkdir(exist_ok=True)
+        (templates / "consumer.properties").write_text(
+            "bootstrap.servers=${SOURCE_CLUSTER_BOOTSTRAP_SERVERS}\n"
+            "group.id=${SOURCE_CLUSTER_CONSUMER_GROUP}\nclient.id=${NOT_SET_ANYWHERE}\n"
+        )
+        self.values = {
+            "topic": topic,
+            "group": group,
+            "source": clusters.source_bootstrap,
+            "target": clusters.target_bootstrap,
+            "tmp": str(tmp),
+            "password": PASSWORD,
+            "unreadable": str(unreadable),
+            "templates_with_unknown_var": str(templates),
+        }
+
+    def fmt(self, text: str) -> str:
+        return text.format(**self.values)
+
+    def write(self, name: str, text: str) -> Path:
+        path = self.tmp / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def consumer_defaults(self) -> dict[str, str]:
+        return {"bootstrap.servers": self.clusters.source_bootstrap, "group.id": self.group}
+
+    def producer_defaults(self) -> dict[str, str]:
+        return {"bootstrap.servers": self.clusters.target_bootstrap}
+
+    def properties(
+        self, kind: str, spec: Mapping[str, str | None] | str | None, defaults: dict[str, str]
+    ) -> Path:
+        path = self.tmp / f"{kind}.properties"
+        if spec == "__missing__":
+            return self.tmp / f"no-such-{kind}.properties"
+        if spec == "__dir__":
+            path.mkdir(exist_ok=True)
+            return path
+        if isinstance(spec, str) and spec.startswith("__secure__:"):
+            return write_properties(path, {**self._secure(spec.split(":", 1)[1]), **_group(self)})
+        if isinstance(spec, str):
+            return self.write(path.name, self.fmt(spec))
+        conf: dict[str, str] = dict(defaults)
+        for key, value in (spec or {}).items():
+            if value is None:
+                conf.pop(key, None)
+            else:
+                conf[key] = self.fmt(value)
+        return write_properties(path, conf)
+
+    def _secure(self, variant: str) -> dict[str, str]:
+        s = self.secure
+        if variant == "wrong-password":
+            return s.java_sasl(password=PASSWORD)  # type: ignore[no-any-return]
+        if variant == "other-ca":
+            return s.java_sasl(ca=s.pki.other_ca)  # type: ignore[no-any-return]
+        if variant == "plain":
+            conf = s.java_sasl()
+            conf["sasl.mechanism"] = "PLAIN"
+            conf["sasl.jaas.config"] = (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'username="alice" password="{PASSWORD}";'
+            )
+            return conf  # type: ignore[no-any-return]
+        raise ValueError(variant)
+
+
+def _group(ctx: Ctx) -> dict[str, str]:
+    return {"group.id": ctx.group}
+
+
+# --------------------------------------------------------------------------- cluster state
+
+
+def group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    req = [ConsumerGroupTopicPartitions(group)]
+    result = admin.list_consumer_group_offsets(req, request_timeout=15)[group].result()
+    return {
+        (tp.topic, tp.partition): tp.offset
+        for tp in (result.topic_partitions or [])
+        if tp.offset >= 0
+    }
+
+
+def snapshot(ctx: Ctx) -> dict[str, Any]:
+    state: dict[str, Any] = {
+        "target_topics": list_topics(ctx.clusters.target_bootstrap),
+        "offsets": group_offsets(ctx.clusters.source_bootstrap, ctx.group),
+    }
+    if ctx.secure is not None:
+        state["secure_offsets"] = group_offsets(ctx.secure.plaintext, ctx.group)
+        state["secure_topics"] = list_topics(ctx.secure.plaintext)
+    return state
+
+
+@pytest.fixture(scope="module")
+def shared_topic(clusters: Clusters) -> Iterator[str]:
+    """One source topic (2 partitions, 10 records) the rows without their own setup select."""
+    from tests.kafkatools import create_topic, delete_topic
+
+    name = unique("badinput")
+    create_topic(clusters.source_bootstrap, name, 2)
+    produce(clusters.source_bootstrap, name, [{"key": b"k%d" % i, "value": b"v"} for i in range(10)])
+    yield name
+    delete_topic(clusters.source_bootstrap, name, wait=False)
+
+
+def prepare(case: Case, clusters: Clusters, make_topic: MakeTopic, shared: str, group: str) -> str:
+    """Cluster state a row needs; returns the source topic the row selects."""
+    if not case.setup:
+        return shared
+    src, dst = clusters.source_bootstrap, clusters.target_bootstrap
+    topic = unique(f"badinput-{case.id}")
+    if case.setup == "target-fewer-partitions":
+        make_topic(src, topic, partitions=2)
+        produce(src, topic, [{"value": b"x", "partition": i % 2} for i in range(4)])
+        make_topic(dst, topic, partitions=1)
+    elif case.setup == "target-exists":
+        make_topic(src, topic, partitions=1)
+        produce(src, topic, [{"value": b"x"}] * 3)
+        make_topic(dst, topic, partitions=1)
+    elif case.setup == "source-trimmed":
+        # The group got to offset 5, then retention deleted offsets 0..9.
+        make_topic(src, topic, partitions=1)
+        produce(src, topic, [{"value": b"r%d" % i} for i in range(20)])
+        make_topic(dst, topic, partitions=1)
+        c = Consumer({"bootstrap.servers": src, "group.id": group, "enable.auto.commit": False})
+        c.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)
+        c.close()
+        admin = AdminClient({"bootstrap.servers": src})
+        for fut in admin.delete_records([TopicPartition(topic, 0, 10)]).values():
+            fut.result()
+    else:
+        raise ValueError(case.setup)
+    return topic
+
+
+# --------------------------------------------------------------------------- the rows
+
+
+def _helm(values: Any, tmp: Path) -> subprocess.CompletedProcess[str]:
+    from tests.chart import chartlib
+
+    helm = chartlib.require_tool(chartlib.HELM)
+    files: list[str] = []
+    for i, v in enumerate(values if isinstance(values, list) else [values]):
+        path = tmp / f"values-{i}.json"
+        path.write_text(json.dumps(v))
+        files += ["-f", str(path)]
+    return subprocess.run(
+        [str(helm), "template", "r", str(chartlib.CHART_DIR), *files],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=chartlib.HELM_ENV,
+    )
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input(
+    case: Case,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    make_topic: MakeTopic,
+) -> None:
+    if case.needs == "chart":
+        inv = case.build(None)
+        result = _helm(inv.helm_values, tmp_path)
+        out = result.stderr + result.stdout
+        assert result.returncode == case.code, out[-2000:]
+        assert case.fragment in out, out[-2000:]
+        return
+    clusters: Clusters = request.getfixturevalue("clusters")
+    shared: str = request.getfixturevalue("shared_topic")
+    secure = request.getfixturevalue("secure_cluster") if case.needs == "secure" else None
+    group = unique(f"g-badinput-{case.id}")
+    topic = prepare(case, clusters, make_topic, shared, group)
+    ctx = Ctx(tmp_path, clusters, topic, group, secure)
+    inv = case.build(ctx)
+    before = snapshot(ctx)
+    result = run_cli(inv.args, timeout=case.max_seconds + 60, env=clean_env(inv.env))
+    elapsed: float = result.elapsed  # type: ignore[attr-defined]
+    out = result.stderr + result.stdout
+    assert result.returncode == case.code, f"exit {result.returncode}:\n{out[-3000:]}"
+    assert case.fragment in out, out[-3000:]
+    assert elapsed <= case.max_seconds, f"took {elapsed:.0f}s (bound {case.max_seconds:.0f}s)"
+    assert PASSWORD not in out, "a password was echoed"
+    after = snapshot(ctx)
+    assert after["offsets"] == before["offsets"], "the consumer group committed offsets"
+    assert after["target_topics"] == before["target_topics"], (
+        f"topics appeared on the target: {after['target_topics'] - before['target_topics']}"
+    )
+    if secure is not None:
+        assert after["secure_offsets"] == before["secure_offsets"]
+        assert after["secure_topics"] == before["secure_topics"]
+
+
+def test_at_least_40_cases_in_every_dialect() -> None:
+    assert len(CASES) >= 40
+    assert len({c.id for c in CASES}) == len(CASES)
+    dialects = {c.dialect for c in CASES}
+    assert {"flags", "properties", "mm2.properties", "KUDO", "environment"} <= dialects
+
+
+def test_docs_table_is_in_sync() -> None:
+    assert DOC.exists(), "run: python -m tests.badinput.catalogue --write"
+    assert DOC.read_text(encoding="utf-8") == markdown(), (
+        "docs/bad-input.md is stale: python -m tests.badinput.catalogue --write"
+    )
+

@@ -1,0 +1,147 @@
+"""The local Kubernetes cluster (scripts/k8s-local) for the ``k8s`` tests.
+
+``k8s_cluster`` starts it once per session (after the two Kafka clusters, whose ports it makes
+reachable from pods) and always stops it; set ``KMIRROR_K8S_KEEP=1`` to leave it running for a
+post-mortem (``scripts/k8s-local down`` removes it later). ``KMIRROR_K8S_REUSE=1`` uses a cluster
+that is already up instead of starting one (and leaves it running).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.kafkatools import Clusters
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+K8S_LOCAL = REPO_ROOT / "scripts" / "k8s-local"
+PODMAN = REPO_ROOT / "scripts" / "podman"
+CACHE = Path(os.environ.get("KMIRROR_CACHE") or Path.home() / ".cache" / "kmirror")
+MIRROR_IMAGE = os.environ.get("KMIRROR_K8S_MIRROR_IMAGE", "localhost/kmirror:dev")
+VALIDATE_IMAGE = os.environ.get("KMIRROR_K8S_VALIDATE_IMAGE", "localhost/kmirror-validate:dev")
+
+
+def _log(msg: str) -> None:
+    print(f"[k8s {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+@dataclass
+class Kube:
+    """kubectl and helm against the local cluster."""
+
+    kubeconfig: str
+    kubectl_bin: str
+    helm_bin: str
+    env: dict[str, str] = field(default_factory=dict)
+
+    def run(
+        self, argv: Sequence[str], timeout: float = 120, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            list(argv), capture_output=True, text=True, timeout=timeout, env=self.env, check=False
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(
+                f"{' '.join(argv)} -> exit {proc.returncode}\n"
+                f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
+            )
+        return proc
+
+    def kubectl(
+        self, *args: str, timeout: float = 120, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        return self.run([self.kubectl_bin, *args], timeout=timeout, check=check)
+
+    def helm(
+        self, *args: str, timeout: float = 900, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        return self.run([self.helm_bin, *args], timeout=timeout, check=check)
+
+    def get_json(self, *args: str) -> dict[str, object]:
+        out = self.kubectl("get", *args, "-o", "json").stdout
+        data: dict[str, object] = json.loads(out)
+        return data
+
+
+def _host_ports(clusters: Clusters) -> str:
+    """Ports of the Kafka clusters that listen on this machine's loopback (made reachable from
+    pods at 127.0.0.1:<port> by scripts/k8s/cni-host-loopback)."""
+    ports = []
+    for bootstrap in (clusters.source_bootstrap, clusters.target_bootstrap):
+        for hostport in bootstrap.split(","):
+            host, _, port = hostport.strip().rpartition(":")
+            if host in ("127.0.0.1", "localhost"):
+                ports.append(port)
+    return " ".join(dict.fromkeys(ports))
+
+
+def _k8s_local(*args: str, env: dict[str, str], timeout: float) -> str:
+    proc = subprocess.run(
+        [str(K8S_LOCAL), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"scripts/k8s-local {' '.join(args)} failed (exit {proc.returncode}):\n"
+            f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+        )
+    return proc.stdout
+
+
+@pytest.fixture(scope="session")
+def k8s_cluster(clusters: Clusters) -> Iterator[Kube]:
+    if os.geteuid() != 0:
+        pytest.skip("the local Kubernetes cluster needs root (containerd, kubelet, iptables)")
+    helm = CACHE / "bin" / "helm"
+    if not helm.exists():
+        pytest.fail(f"{helm} missing: run `make go-tools`", pytrace=False)
+    for image in (MIRROR_IMAGE, VALIDATE_IMAGE):
+        if subprocess.run([str(PODMAN), "image", "exists", image], check=False).returncode != 0:
+            pytest.fail(f"image {image} missing in podman storage: run `make image`", pytrace=False)
+
+    env = dict(os.environ)
+    env["KMIRROR_K8S_HOST_PORTS"] = _host_ports(clusters)
+    env["KMIRROR_K8S_IMAGES"] = f"{MIRROR_IMAGE} {VALIDATE_IMAGE}"
+    reuse = os.environ.get("KMIRROR_K8S_REUSE") == "1"
+    keep = reuse or os.environ.get("KMIRROR_K8S_KEEP") == "1"
+    t0 = time.monotonic()
+    try:
+        if reuse:
+            _k8s_local("load-images", MIRROR_IMAGE, VALIDATE_IMAGE, env=env, timeout=600)
+        else:
+            _log(f"scripts/k8s-local up (Kafka ports for pods: {env['KMIRROR_K8S_HOST_PORTS']})")
+            # Cold: builds Kubernetes from source first (see docs/kubernetes.md).
+            _k8s_local("up", env=env, timeout=7200)
+        _log(f"cluster ready after {time.monotonic() - t0:.0f}s")
+        exports = dict(
+            line.removeprefix("export ").split("=", 1)
+            for line in _k8s_local("env", env=env, timeout=30).splitlines()
+            if line.startswith("export ")
+        )
+        kube_env = dict(os.environ)
+        kube_env["KUBECONFIG"] = exports["KUBECONFIG"]
+        kube_env["HELM_CACHE_HOME"] = str(CACHE / "k8s" / "helm-home" / "cache")
+        kube_env["HELM_CONFIG_HOME"] = str(CACHE / "k8s" / "helm-home" / "config")
+        kube_env["HELM_DATA_HOME"] = str(CACHE / "k8s" / "helm-home" / "data")
+        kubectl = str(Path(exports["KMIRROR_K8S_BIN"]) / "kubectl")
+        assert shutil.which(kubectl), f"{kubectl} not executable"
+        yield Kube(exports["KUBECONFIG"], kubectl, str(helm), kube_env)
+    finally:
+        if not keep:
+            t1 = time.monotonic()
+            try:
+                _k8s_local("down", env=env, timeout=600)
+            finally:
+                _log(f"scripts/k8s-local down took {time.monotonic() - t1:.0f}s")

@@ -1,0 +1,339 @@
+"""End to end: the chart on a real (local) Kubernetes cluster, as users meet kmirror.
+
+`helm install --wait` with the locally built images into a namespace that enforces the
+"restricted" Pod Security Standard; the mirror pods become Ready; the post-install validation
+hook Job completes and reports a match; records produced afterwards reach the target;
+`helm test` passes; `helm upgrade` with a changed whitelist rolls the pods (checksum annotation)
+and mirrors the new topic; `helm uninstall` leaves nothing behind.
+
+The steps depend on each other, so they are one test with named steps (a failure names its
+step). Needs root, podman images (`make image`) and helm (`make go-tools`); the cluster comes
+from scripts/k8s-local (tests/k8s/conftest.py). Run with `make test-k8s`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.k8s.conftest import MIRROR_IMAGE, VALIDATE_IMAGE, Kube
+from tests.kafkatools import (
+    Clusters,
+    create_topic,
+    delete_topic,
+    end_offsets,
+    produce,
+    unique,
+    wait_until,
+)
+
+pytestmark = pytest.mark.k8s
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHART = REPO_ROOT / "chart" / "kmirror"
+NAMESPACE = "kmirror-e2e"
+HELM_TIMEOUT = "15m"
+
+
+def _log(msg: str) -> None:
+    print(f"[k8s-e2e {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def _split_image(image: str) -> tuple[str, str, str]:
+    """localhost/kmirror:dev -> ("localhost", "kmirror", "dev")."""
+    name, _, tag = image.rpartition(":")
+    registry, _, repository = name.partition("/")
+    return registry, repository, tag
+
+
+def _records(prefix: str, n: int) -> list[dict[str, Any]]:
+    return [
+        {"key": f"{prefix}-{i}".encode(), "value": f"value {prefix} {i}".encode()} for i in range(n)
+    ]
+
+
+def _total(bootstrap: str, topic: str) -> int:
+    return sum(end_offsets(bootstrap, topic).values())
+
+
+class LogTail:
+    """Streams the logs of every pod matching a label selector while a helm command runs, so the
+    hook Job's report survives the Job's deletion (hook-delete-policy hook-succeeded)."""
+
+    def __init__(self, kube: Kube, selector: str) -> None:
+        self.kube = kube
+        self.selector = selector
+        self.logs: dict[str, str] = {}
+        self._stop = threading.Event()
+        self._procs: list[subprocess.Popen[str]] = []
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> LogTail:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        for p in self._procs:
+            if p.poll() is None:
+                p.terminate()
+
+    def _follow(self, pod: str) -> None:
+        # Wait until the container started, then follow to its end.
+        deadline = time.monotonic() + 600
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            proc = subprocess.Popen(
+                [self.kube.kubectl_bin, "-n", NAMESPACE, "logs", "-f", pod],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=self.kube.env,
+            )
+            self._procs.append(proc)
+            out, _ = proc.communicate()
+            if "waiting to start" in out or "ContainerCreating" in out or not out.strip():
+                time.sleep(2)
+                continue
+            self.logs[pod] = out
+            return
+
+    def _run(self) -> None:
+        seen: set[str] = set()
+        while not self._stop.is_set():
+            proc = self.kube.kubectl(
+                "-n", NAMESPACE, "get", "pods", "-l", self.selector, "-o", "name", check=False
+            )
+            for line in proc.stdout.split():
+                pod = line.removeprefix("pod/")
+                if pod not in seen:
+                    seen.add(pod)
+                    threading.Thread(target=self._follow, args=(pod,), daemon=True).start()
+            self._stop.wait(1)
+        # let the followers finish reading
+        for _ in range(20):
+            if all(p.poll() is not None for p in self._procs):
+                break
+            time.sleep(0.5)
+
+
+def _mirror_pods(kube: Kube, release: str) -> list[dict[str, Any]]:
+    data = kube.get_json(
+        "-n",
+        NAMESPACE,
+        "pods",
+        "-l",
+        f"app.kubernetes.io/instance={release},app.kubernetes.io/component=mirror",
+    )
+    items: list[dict[str, Any]] = data["items"]  # type: ignore[assignment]
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    conds = pod.get("status", {}).get("conditions", [])
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+
+
+def _step(name: str) -> Callable[[str], None]:
+    _log(f"--- {name}")
+    return _log
+
+
+def test_helm_lifecycle(k8s_cluster: Kube, clusters: Clusters) -> None:
+    kube = k8s_cluster
+    src, tgt = clusters.source_bootstrap, clusters.target_bootstrap
+    run = unique("k8s")
+    topic_a, topic_b = f"{run}-orders", f"{run}-payments"
+    release = "kme2e"
+    n_first, n_after, n_b = 3000, 1000, 500
+    topics = [topic_a, topic_b]
+
+    mreg, mrepo, mtag = _split_image(MIRROR_IMAGE)
+    vreg, vrepo, vtag = _split_image(VALIDATE_IMAGE)
+    base_values = {
+        "source.bootstrapServers": src,
+        "target.bootstrapServers": tgt,
+        "consumerGroup": f"{run}-group",
+        "image.registry": mreg,
+        "image.repository": mrepo,
+        "image.tag": mtag,
+        "validation.image.registry": vreg,
+        "validation.image.repository": vrepo,
+        "validation.image.tag": vtag,
+        "validation.hook.enabled": "true",
+        "validation.waitTimeoutSeconds": "240",
+        # A 2-core machine shared with other work: ask for less than the defaults.
+        "resources.requests.cpu": "100m",
+        "validation.resources.requests.cpu": "100m",
+    }
+
+    def set_args(values: dict[str, str]) -> list[str]:
+        return [arg for k, v in values.items() for arg in ("--set-string", f"{k}={v}")]
+
+    try:
+        log = _step("namespace with Pod Security Standard 'restricted' enforced")
+        ns_manifest = json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {
+                    "name": NAMESPACE,
+                    "labels": {
+                        "pod-security.kubernetes.io/enforce": "restricted",
+                        "pod-security.kubernetes.io/enforce-version": "latest",
+                    },
+                },
+            }
+        )
+        proc = subprocess.run(
+            [kube.kubectl_bin, "apply", "-f", "-"],
+            input=ns_manifest,
+            capture_output=True,
+            text=True,
+            env=kube.env,
+            timeout=60,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        # The default ServiceAccount appears asynchronously.
+        wait_until(
+            lambda: (
+                kube.kubectl("-n", NAMESPACE, "get", "sa", "default", check=False).returncode == 0
+            ),
+            60,
+            1,
+            "default ServiceAccount in the namespace",
+        )
+
+        log = _step(f"topic {topic_a} with {n_first} records on the source")
+        create_topic(src, topic_a, partitions=3)
+        produce(src, topic_a, _records("a", n_first))
+
+        log = _step("helm install --wait (mirror Ready, validation hook Job)")
+        values = {**base_values, "whitelist": topic_a}
+        t0 = time.monotonic()
+        with LogTail(
+            kube, f"app.kubernetes.io/instance={release},app.kubernetes.io/component=validation"
+        ) as tail:
+            proc = kube.helm(
+                "install", release, str(CHART), "-n", NAMESPACE, "--wait", "--wait-for-jobs",
+                "--timeout", HELM_TIMEOUT, *set_args(values), check=False,
+            )  # fmt: skip
+        log(f"helm install: exit {proc.returncode} after {time.monotonic() - t0:.0f}s")
+        if proc.returncode != 0:
+            _dump(kube)
+            for pod, text in tail.logs.items():
+                log(f"logs of {pod}:\n{text[-3000:]}")
+        assert proc.returncode == 0, f"helm install failed:\n{proc.stdout}\n{proc.stderr}"
+        pods = _mirror_pods(kube, release)
+        assert pods and all(_ready(p) for p in pods), "mirror pods not Ready after install"
+        hook_logs = "\n".join(tail.logs.values())
+        log(f"validation hook output:\n{hook_logs[-1500:]}")
+        assert "kmirror-validate: OK" in hook_logs, "the post-install hook did not report a match"
+
+        log = _step(f"{n_after} records produced after the install reach the target")
+        produce(src, topic_a, _records("a2", n_after))
+        want = n_first + n_after
+        wait_until(
+            lambda: _total(tgt, topic_a) == want, 180, 2, f"{want} records in target {topic_a}"
+        )
+
+        log = _step("helm test")
+        t0 = time.monotonic()
+        proc = kube.helm(
+            "test", release, "-n", NAMESPACE, "--logs", "--timeout", HELM_TIMEOUT, check=False
+        )
+        took = time.monotonic() - t0
+        log(f"helm test: exit {proc.returncode} after {took:.0f}s\n{proc.stdout[-2000:]}")
+        if proc.returncode != 0:
+            _dump(kube)
+        assert proc.returncode == 0, f"helm test failed:\n{proc.stdout}\n{proc.stderr}"
+        assert "kmirror-validate: OK" in proc.stdout
+
+        log = _step(f"helm upgrade: whitelist += {topic_b} rolls the pods and mirrors it")
+        create_topic(src, topic_b, partitions=2)
+        produce(src, topic_b, _records("b", n_b))
+        before = _mirror_pods(kube, release)
+        checksum_before = {p["metadata"]["annotations"].get("checksum/config") for p in before}
+        names_before = {p["metadata"]["name"] for p in before}
+        values = {**base_values, "whitelist": f"{topic_a},{topic_b}"}
+        t0 = time.monotonic()
+        with LogTail(
+            kube, f"app.kubernetes.io/instance={release},app.kubernetes.io/component=validation"
+        ) as tail:
+            proc = kube.helm(
+                "upgrade", release, str(CHART), "-n", NAMESPACE, "--wait", "--wait-for-jobs",
+                "--timeout", HELM_TIMEOUT, *set_args(values), check=False,
+            )  # fmt: skip
+        log(f"helm upgrade: exit {proc.returncode} after {time.monotonic() - t0:.0f}s")
+        if proc.returncode != 0:
+            _dump(kube)
+        assert proc.returncode == 0, f"helm upgrade failed:\n{proc.stdout}\n{proc.stderr}"
+        wait_until(
+            lambda: (
+                (ps := _mirror_pods(kube, release))
+                and all(_ready(p) for p in ps)
+                and not ({p["metadata"]["name"] for p in ps} & names_before)
+            ),
+            180,
+            2,
+            "old mirror pods replaced by Ready new ones",
+        )
+        after = _mirror_pods(kube, release)
+        checksum_after = {p["metadata"]["annotations"].get("checksum/config") for p in after}
+        log(f"checksum/config {checksum_before} -> {checksum_after}")
+        assert checksum_after.isdisjoint(checksum_before), "checksum annotation did not change"
+        wait_until(
+            lambda: _total(tgt, topic_b) == n_b, 180, 2, f"{n_b} records in target {topic_b}"
+        )
+        upgrade_logs = "\n".join(tail.logs.values())
+        assert "kmirror-validate: OK" in upgrade_logs, (
+            "the post-upgrade hook did not report a match"
+        )
+
+        log = _step("helm uninstall leaves nothing behind")
+        kube.helm("uninstall", release, "-n", NAMESPACE, "--wait", "--timeout", "5m")
+        selector = f"app.kubernetes.io/instance={release}"
+        kinds = (
+            "all,configmaps,secrets,serviceaccounts,roles,rolebindings,poddisruptionbudgets,"
+            "networkpolicies,jobs,pods"
+        )
+
+        def leftovers() -> str:
+            out = kube.kubectl("-n", NAMESPACE, "get", kinds, "-l", selector, "-o", "name").stdout
+            helm_secrets = kube.kubectl(
+                "-n", NAMESPACE, "get", "secrets", "-l", f"owner=helm,name={release}", "-o", "name"
+            ).stdout
+            return (out + helm_secrets).strip()
+
+        try:
+            wait_until(lambda: leftovers() == "", 120, 2, "no resources of the release left")
+        except TimeoutError:
+            raise AssertionError(f"left behind after helm uninstall:\n{leftovers()}") from None
+    finally:
+        kube.helm("uninstall", release, "-n", NAMESPACE, "--wait", "--timeout", "3m", check=False)
+        kube.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
+        for t in topics:
+            for b in (src, tgt):
+                try:
+                    delete_topic(b, t, wait=False)
+                except Exception as exc:  # cleanup only
+                    _log(f"cleanup: delete {t} at {b}: {exc}")
+
+
+def _dump(kube: Kube) -> None:
+    """What a person would look at when a step fails."""
+    for args in (
+        ("get", "pods,jobs,deploy,rs", "-o", "wide"),
+        ("get", "events", "--sort-by=.lastTimestamp"),
+        ("describe", "pods"),
+    ):
+        proc = kube.kubectl("-n", NAMESPACE, *args, check=False)
+        _log(f"kubectl {' '.join(args)}:\n{proc.stdout[-6000:]}{proc.stderr[-1000:]}")

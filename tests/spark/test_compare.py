@@ -1,0 +1,210 @@
+"""compare.py on small in-memory DataFrames, and its pure-Python parts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from kmirror_validate import compare
+from kmirror_validate.compare import Difference, MirrorMismatchError
+from tests.spark.conftest import kafka_rows
+
+pytestmark = pytest.mark.spark
+
+TS = 1_600_000_000_000
+
+
+def _rec(p: int, o: int, i: int, **kw: Any) -> tuple[Any, ...]:
+    """Record number i of a test topic 'a' at partition p, offset o."""
+    return (
+        kw.get("topic", "a"),
+        p,
+        o,
+        kw.get("key", b"k%d" % i),
+        kw.get("value", b"v%d" % i),
+        kw.get("ts", TS + i),
+        kw.get("headers", [("h", b"%d" % i)]),
+    )
+
+
+def _renumber(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Give target records consecutive offsets per partition, in list order."""
+    nxt: dict[int, int] = {}
+    out = []
+    for t, p, _, k, v, ts, h in rows:
+        out.append((t, p, nxt.get(p, 0), k, v, ts, h))
+        nxt[p] = nxt.get(p, 0) + 1
+    return out
+
+
+def test_digest_tells_every_field_and_null_apart(spark: SparkSession) -> None:
+    variants = [
+        dict(key=None, value=b""),
+        dict(key=b"", value=None),
+        dict(key=b"", value=b""),
+        dict(key=None, value=None),
+        dict(headers=[("a", b"1"), ("b", b"2")]),
+        dict(headers=[("b", b"2"), ("a", b"1")]),  # order counts
+        dict(headers=[("a", b"1"), ("a", b"1")]),  # duplicates count
+        dict(headers=[("a", None)]),
+        dict(headers=[("a", b"")]),
+        dict(headers=[]),
+        dict(headers=[("a", None), ("b", None)]),
+        dict(headers=[("a", b"b")]),
+        dict(ts=TS + 1),
+    ]
+    rows = [_rec(0, i, 0, **kw) for i, kw in enumerate(variants)]
+    rows.append(_rec(0, len(rows), 0, ts=TS + 1))  # identical content to the previous one
+    df = compare.normalize(kafka_rows(spark, rows))
+    digests = [(r["d1"], r["d2"]) for r in df.orderBy("offset").collect()]
+    assert len(set(digests[:-1])) == len(variants)
+    assert digests[-1] == digests[-2]
+
+
+def test_differences_name_exactly_the_damage(spark: SparkSession) -> None:
+    src = [_rec(p, o, p * 100 + o) for p in range(2) for o in range(30)]
+    tgt = [r for r in src if (r[1], r[2]) not in {(0, 2), (0, 3), (1, 17)}]  # 3 missing
+    tgt.append(src[8])  # duplicate of 0/8 at the end of partition 0
+    tgt = [_rec(0, 5, 5, value=b"XX") if r[1:3] == (0, 5) else r for r in tgt]
+    tgt = [_rec(0, 6, 6, headers=[("h", b"other")]) if r[1:3] == (0, 6) else r for r in tgt]
+    tgt = [_rec(1, 9, 109, ts=TS + 1) if r[1:3] == (1, 9) else r for r in tgt]
+    i, j = tgt.index(src[40]), tgt.index(src[45])  # 1/10 and 1/15 swap places
+    tgt[i], tgt[j] = tgt[j], tgt[i]
+    found = compare.differences(kafka_rows(spark, src), kafka_rows(spark, _renumber(tgt)))
+
+    def brief(d: Difference) -> tuple[Any, ...]:
+        shown = [(e["source_offset"], tuple(e.get("fields") or ())) for e in d.examples]
+        return (d.partition, d.kind, d.count, shown)
+
+    assert [brief(d) for d in found] == [
+        (0, "differs", 2, [(5, ("value",)), (6, ("headers",))]),
+        (0, "duplicate", 1, [(8, ())]),
+        (0, "missing", 2, [(2, ()), (3, ())]),
+        (1, "differs", 1, [(9, ("timestamp",))]),
+        (1, "missing", 1, [(17, ())]),
+        (1, "order", 2, [(10, ()), (15, ())]),
+    ]
+    with pytest.raises(MirrorMismatchError, match=r"a/0: 2 missing \[source offset 2"):
+        raise MirrorMismatchError(found)
+
+
+def test_exact_copy_with_renamed_topic_and_new_offsets(spark: SparkSession) -> None:
+    src = [_rec(0, o, o) for o in range(10, 20)]  # source retention removed 0..9
+    tgt = _renumber([("src.a", *r[1:]) for r in src])
+    assert compare.is_mirrored(kafka_rows(spark, src), kafka_rows(spark, tgt), {"src.a": "a"})
+
+
+def test_newer_source_records_are_pending_not_missing(spark: SparkSession) -> None:
+    src = kafka_rows(spark, [_rec(0, o, o) for o in range(10)])
+    tgt = kafka_rows(spark, [_rec(0, o, o) for o in range(7)])  # 7..9 written after the snapshot
+    bounds = spark.createDataFrame([("a", 0, 7)], "topic string, partition int, end long")
+    rows = compare.side_rows(
+        compare.mark_after_snapshot(compare.normalize(src), bounds), compare.normalize(tgt)
+    )
+    out = compare.evaluate(rows)
+    assert out.counts[("a", 0)] == {
+        "source_count": 7, "source_after_snapshot": 3, "target_count": 7, "matched": 7,
+    }  # fmt: skip
+    assert set(out.problems) == {("a", 0, "pending")}
+    assert out.problems[("a", 0, "pending")][0] == 3
+
+
+def test_latest_state_compares_tables_not_histories(spark: SparkSession) -> None:
+    def r(o: int, key: bytes, value: bytes | None) -> tuple[Any, ...]:
+        return _rec(0, o, 0, key=key, value=value, ts=TS + o, headers=[])
+
+    src = [r(0, b"k1", b"a"), r(1, b"k2", b"a"), r(2, b"k1", b"b"), r(3, b"k3", b"a"),
+           r(4, b"k2", None), r(5, b"k4", b"a"),
+           r(6, b"k4", b"after")]  # fmt: skip
+    # The target compacted harder: only the latest state, k2's tombstone already gone; k4's
+    # post-snapshot change is not there yet.
+    tgt = _renumber([src[2], src[3], src[5]])
+    bounds = spark.createDataFrame([("a", 0, 6)], "topic string, partition int, end long")
+    s_rows = compare.mark_after_snapshot(compare.normalize(kafka_rows(spark, src)), bounds)
+    s_state, t_state = compare.latest_state(s_rows, compare.normalize(kafka_rows(spark, tgt)))
+    out = compare.evaluate(compare.side_rows(s_state, t_state), counts_from_rows=True)
+    # Live keys k1, k3 on both sides; k4 changed after the snapshot: skipped, counted.
+    assert out.counts[("a", 0)] == {
+        "source_count": 2, "source_after_snapshot": 1, "target_count": 2, "matched": 2,
+    }  # fmt: skip
+    assert out.problems == {}
+    assert out.violations == {}
+
+
+def test_hash_partitioned_mirror_is_compared_per_topic(spark: SparkSession) -> None:
+    src = [_rec(p, o, p * 10 + o) for p in range(3) for o in range(5)]
+    tgt = _renumber([(r[0], (r[1] + 1) % 2, *r[2:]) for r in src])  # 2 target partitions
+    rows = compare.side_rows(
+        compare.normalize(kafka_rows(spark, src)),
+        compare.normalize(kafka_rows(spark, tgt)),
+        merge_partitions=True,
+    )
+    out = compare.evaluate(rows, check_order=False)
+    assert out.counts[("a", -1)]["matched"] == 15
+    assert out.problems == {}
+
+
+# --------------------------------------------------------------------------- pure Python
+
+
+@pytest.mark.parametrize(
+    ("order", "violators"),
+    [
+        ([0, 1, 2, 3], []),
+        ([0, 2, 1, 3], [2]),  # neighbours: the one that comes first on the target
+        ([0, 1, 7, 3, 4, 5, 6, 2, 8], [2, 7]),  # far apart: both
+        ([5, 0, 1, 2, 3, 4], [5]),  # one record moved to the front
+        ([1, 2, 3, 4, 0], [0]),  # one record moved to the end
+        ([3, 2, 1, 0], [1, 2, 3]),
+        ([], []),
+    ],
+)
+def test_order_violators(order: list[int], violators: list[int]) -> None:
+    assert compare.order_violators(order) == violators
+
+
+def test_pair_records_classifies_damage() -> None:
+    # source (offset, partition, post, k1, vh, hh, ts); target (offset, partition, k1, vh,
+    # hh, ts)
+    src = [
+        (1, 0, False, 11, 21, 31, 100),  # value damaged
+        (2, 0, False, 12, 22, 32, 200),  # timestamp damaged
+        (3, 0, False, 13, 23, 33, 300),  # key damaged
+        (4, 0, False, 14, 24, 34, 400),  # gone
+        (5, 0, True, 15, 25, 35, 500),  # gone, but newer than the snapshot
+        (6, 0, False, 16, 26, 36, 600),  # headers and timestamp damaged
+    ]
+    tgt = [
+        (10, 0, 11, 99, 31, 100),
+        (11, 0, 12, 22, 32, 299),
+        (12, 0, 77, 23, 33, 300),
+        (13, 0, 16, 26, 98, 601),
+        (14, 0, 55, 55, 55, 555),  # foreign
+    ]
+    got = {(p[0], p[1], p[3], tuple(p[5])) for p in compare.pair_records(src, tgt)}
+    assert got == {
+        ("differs", 1, 10, ("value",)),
+        ("differs", 2, 11, ("timestamp",)),
+        ("differs", 3, 12, ("key",)),
+        ("differs", 6, 13, ("headers", "timestamp")),
+        ("missing", 4, None, ()),
+        ("pending", 5, None, ()),
+        ("extra", None, 14, ()),
+    }
+
+
+def test_pair_records_pairs_equal_keys_in_offset_order() -> None:
+    src = [(1, 0, False, 1, 10, 0, 7), (2, 0, False, 1, 11, 0, 7)]
+    tgt = [(5, 0, 1, 90, 0, 7), (6, 0, 1, 91, 0, 7)]
+    pairs = [(p[1], p[3]) for p in compare.pair_records(src, tgt)]
+    assert pairs == [(1, 5), (2, 6)]
+
+
+def test_mismatch_error_lists_differences() -> None:
+    err = MirrorMismatchError([
+        Difference("t", 0, "differs", 1, ({"source_offset": 4, "target_offset": 3,
+                                          "fields": ["value"]},)),
+    ])  # fmt: skip
+    assert "t/0: 1 differs [source offset 4 -> target offset 3 (value differ)]" in str(err)
