@@ -105,10 +105,22 @@ def main() -> int:
         (work / "producer.properties").write_text(f"bootstrap.servers={dst}\n", encoding="utf-8")
         log = open(work / "mirror.log", "wb")  # noqa: SIM115 - closed in finally
         mirror = subprocess.Popen(
-            [str(BIN / "kmirror"), "run", "--consumer.config", str(work / "consumer.properties"),
-             "--producer.config", str(work / "producer.properties"), "--whitelist", r"demo\..*",
-             "--offset.commit.interval.ms", "1000", "--metrics-port", "0"],
-            stdout=log, stderr=subprocess.STDOUT,
+            [
+                str(BIN / "kmirror"),
+                "run",
+                "--consumer.config",
+                str(work / "consumer.properties"),
+                "--producer.config",
+                str(work / "producer.properties"),
+                "--whitelist",
+                r"demo\..*",
+                "--offset.commit.interval.ms",
+                "1000",
+                "--metrics-port",
+                "0",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         t0 = time.monotonic()
         while (copied := target_count(dst)) < total:
@@ -131,17 +143,30 @@ def main() -> int:
             print("  kmirror-validate is not installed yet: validation step missing")
             vcode = None
         else:
-            vcode = subprocess.call([
-                str(validate), "--source-bootstrap-servers", src, "--target-bootstrap-servers",
-                dst, "--topics", r"demo\..*", "--mode", "digest", "--json-out", str(report_path),
-            ])
+            vcode = subprocess.call(
+                [
+                    str(validate),
+                    "--source-bootstrap-servers",
+                    src,
+                    "--target-bootstrap-servers",
+                    dst,
+                    "--topics",
+                    r"demo\..*",
+                    "--mode",
+                    "digest",
+                    "--json-out",
+                    str(report_path),
+                ]
+            )
         step("summary")
         print(f"  records written to source : {total}")
         print(f"  records on target         : {target_count(dst)}")
         if vcode is not None and report_path.exists():
             report = json.loads(report_path.read_text(encoding="utf-8"))
-            print(f"  validation                : {'MATCH' if report.get('ok') else 'MISMATCH'}"
-                  f" (exit {vcode})")
+            print(
+                f"  validation                : {'MATCH' if report.get('ok') else 'MISMATCH'}"
+                f" (exit {vcode})"
+            )
             print(f"  report                    : {report_path} (kept if KMIRROR_DEMO_KEEP=1)")
         print(f"  total time                : {time.monotonic() - started:.1f}s")
         return 0 if code == 0 and vcode in (0, None) else 1

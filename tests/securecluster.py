@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     ScramCredentialInfo,
@@ -147,6 +148,8 @@ def server_overrides(port: int, pki: Pki) -> dict[str, str]:
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": str(pki.ca),
         "listener.name.ssl.ssl.client.auth": "required",
+        # One partition: created in a second on first use, even on a busy machine.
+        "offsets.topic.num.partitions": "1",
     }
 
 
@@ -156,6 +159,22 @@ def create_user(bootstrap: str, user: str, password: str) -> None:
     up = UserScramCredentialUpsertion(user, info, password.encode(), secrets.token_bytes(16))
     for fut in admin.alter_user_scram_credentials([up], request_timeout=30).values():
         fut.result()
+
+
+def warm_up(bootstrap: str) -> None:
+    """Create __consumer_offsets now (the first group request would wait for it)."""
+    from tests.kafkatools import wait_until
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kmirror-warm-up"})
+    try:
+        wait_until(
+            lambda: consumer.committed([TopicPartition("__warm_up", 0)], timeout=5) is not None,
+            90,
+            1.0,
+            "__consumer_offsets ready",
+        )
+    finally:
+        consumer.close()
 
 
 @pytest.fixture(scope="session")
@@ -186,6 +205,7 @@ def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureC
     cluster = SecureCluster(name, port, pki, password, password_file, started_here=True)
     try:
         create_user(cluster.plaintext, USER, password)
+        warm_up(cluster.plaintext)
         yield cluster
     finally:
         with contextlib.suppress(Exception):

@@ -29,6 +29,13 @@ EXPERIMENTS: dict[str, dict[str, object]] = {
     # Engine constant: records per consume() call.
     "batch1k": {"env": {"KMIRROR_BENCH_CONSUME_BATCH": "1000"}, "module": PATCHED},
     "batch20k": {"env": {"KMIRROR_BENCH_CONSUME_BATCH": "20000"}, "module": PATCHED},
+    # consume() waits for a full batch or this timeout (0.2 s): at low rates, every record
+    # waits up to the timeout.
+    "timeout50ms": {"env": {"KMIRROR_BENCH_CONSUME_TIMEOUT_S": "0.05"}, "module": PATCHED},
+    # Delivery reports for failed records only: no Python callback per acknowledged record.
+    # The engine needs reports only for failures (flush() waits for all anyway); the latency
+    # metric samples acknowledged records and would go quiet.
+    "dronlyerr": {"producer": {"delivery.report.only.error": "true"}},
     # No stats callback (statistics.interval.ms=0): the JSON parse every 5 s.
     "nostats": {"consumer": {"statistics.interval.ms": "0"}},
 }

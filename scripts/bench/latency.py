@@ -70,6 +70,7 @@ def steady_load(
     consumer = Consumer({**consumer_conf(target), "fetch.wait.max.ms": 100})
     consumer.assign([TopicPartition(topic, p, start[p]) for p in range(partitions)])
     latencies: list[float] = []
+    created: list[int] = []
     stop = threading.Event()
     errors: list[str] = []
 
@@ -81,7 +82,9 @@ def steady_load(
                 if m.error() is not None:
                     errors.append(str(m.error()))
                     continue
-                latencies.append(now_ms - m.timestamp()[1])
+                ts = m.timestamp()[1]
+                latencies.append(now_ms - ts)
+                created.append(ts)
 
     reader = threading.Thread(target=receive, name="latency-reader", daemon=True)
     reader.start()
@@ -144,4 +147,16 @@ def steady_load(
         "target_end": tgt_end,
     }
     out.update(summarize(latencies))
+    out["timeline_p50_ms"] = timeline(created, latencies)
     return out
+
+
+def timeline(created: list[int], latencies: list[float]) -> list[float]:
+    """Median latency per second of the load (by CreateTime): shows a backlog building up."""
+    if not created:
+        return []
+    t0 = min(created)
+    buckets: dict[int, list[float]] = {}
+    for ts, lat in zip(created, latencies, strict=True):
+        buckets.setdefault((ts - t0) // 1000, []).append(lat)
+    return [round(percentile(sorted(buckets[k]), 50), 1) for k in sorted(buckets)]

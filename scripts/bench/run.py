@@ -401,7 +401,9 @@ class Bench:
         cpu = tree.sample()
         code, _ = tree.stop(1)
         text = tree.log_path.read_text(errors="replace")
-        m = re.search(r"(\d+) records sent, ([\d.]+) records/sec", text)
+        # The last line is the summary; earlier ones are 5-second windows.
+        found = list(re.finditer(r"(\d+) records sent, ([\d.]+) records/sec", text))
+        m = found[-1] if found else None
         if code != 0 or m is None:
             raise RuntimeError(f"ProducerPerformance failed (exit {code}):\n{tree.log_tail()}")
         rps = float(m.group(2))

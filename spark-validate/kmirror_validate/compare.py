@@ -21,7 +21,9 @@ and assert forms for two Kafka-shaped DataFrames.
 from __future__ import annotations
 
 import bisect
+import logging
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +31,8 @@ from typing import Any
 from pyspark import cloudpickle
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 (the PySpark idiom)
+
+log = logging.getLogger(__name__)
 
 # Salt for the second half of the 128-bit digest (independent of the first half).
 SALT = 0x6B6D6972726F72
@@ -523,6 +527,7 @@ def evaluate(
     from pyspark import StorageLevel
 
     out = Outcome()
+    started = time.monotonic()
     if counts_from_rows:
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
         for r in partition_counts(rows).collect():
@@ -531,9 +536,11 @@ def evaluate(
             }
     slot_rows = slots(rows).persist(StorageLevel.MEMORY_AND_DISK)
     try:
+        log.info("counted rows in %.1fs", time.monotonic() - started)
         summary: dict[tuple[str, int], dict[str, int]] = {}
         for r in slot_summary(slot_rows, check_order).collect():
             summary.setdefault((r["topic"], r["partition"]), {})[r["kind"]] = int(r["count"])
+        log.info("matched records in %.1fs", time.monotonic() - started)
         if counts_from_rows:
             rows.unpersist()
         for tp, s in summary.items():
@@ -549,10 +556,12 @@ def evaluate(
                 examples = [{k: v for k, v in e.asDict().items()} for e in r["examples"]]
                 out.problems[(r["topic"], r["partition"], r["kind"])] = (int(r["count"]),
                                                                          examples)  # fmt: skip
+            log.info("classified problems in %.1fs", time.monotonic() - started)
         disordered = [tp for tp, s in summary.items() if s.get("descents")]
         pairs = matched_pairs(slot_rows)
         for t, p, n, ex in order_violations(pairs, disordered, max_examples):
             out.violations[(t, p)] = (n, ex)
+        log.info("compared in %.1fs", time.monotonic() - started)
     finally:
         slot_rows.unpersist()
         if counts_from_rows:

@@ -203,7 +203,26 @@ def run(spark: SparkSession, prep: Prepared, progress: Progress | None = None) -
             check_order=prep.config.partitioning == "same",
             counts_from_rows=opts.mode == "sample" or latest,
         )
+    prep.warnings.extend(retention_warnings(prep))
     return _report(prep, outcome)
+
+
+def retention_warnings(prep: Prepared) -> list[str]:
+    """Partitions whose first offset moved past the snapshot while we read: retention (or
+    deleteRecords) removed records, which then may not have been compared."""
+    source, target = offsets.clients(prep.config, prep.options.connect_timeout)
+    out: list[str] = []
+    for side, client, before in (("source", source, prep.snapshot.source),
+                                 ("target", target, prep.snapshot.target)):  # fmt: skip
+        now = client.watermarks(list(before), prep.options.isolation)
+        for (t, p), (low, _) in sorted(before.items()):
+            moved = now.get((t, p), (low, 0))[0]
+            if moved > low:
+                out.append(
+                    f"{side} {t}/{p}: offsets {low}..{moved - 1} were deleted (retention?) "
+                    "during validation and may not have been compared"
+                )
+    return out
 
 
 # --------------------------------------------------------------------------- report

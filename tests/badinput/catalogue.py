@@ -21,8 +21,8 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 DOC = REPO_ROOT / "docs" / "bad-input.md"
-
-
+# Appears in rows that carry a credential (`{password}`): it must never be echoed back.
+PASSWORD = "Catalogue-Pw-5f1e0c2a"
 
 
 @dataclass
@@ -435,25 +435,29 @@ CASES: list[Case] = [
          "`auto.offset.reset=none` and the group has no offset", 1,
          "auto.offset.reset=none", mm1({"auto.offset.reset": "none"}), setup="target-exists"),
     Case("unreachable-source-check", "clusters", "`check` with the source at 127.0.0.1:1", 3,
-         "cannot reach the source cluster", mm1({"bootstrap.servers": "127.0.0.1:1"},
-                                                command="check"), max_seconds=30),
+         "cannot reach the source cluster at 127.0.0.1:1",
+         mm1({"bootstrap.servers": "127.0.0.1:1"}, command="check"), max_seconds=30),
     Case("unreachable-source-run", "clusters", "`run` with the source at 127.0.0.1:1", 3,
-         "could not read source cluster metadata", mm1({"bootstrap.servers": "127.0.0.1:1"}),
+         "cannot reach the source cluster at 127.0.0.1:1",
+         mm1({"bootstrap.servers": "127.0.0.1:1"}),
          max_seconds=45),
     Case("unreachable-target-run", "clusters", "`run` with the target at 127.0.0.1:1", 3,
-         "could not read target cluster metadata", mm1(None, {"bootstrap.servers": "127.0.0.1:1"}),
+         "cannot reach the target cluster at 127.0.0.1:1",
+         mm1(None, {"bootstrap.servers": "127.0.0.1:1"}),
          max_seconds=45),
     # ------------------------------------------------------------------ security (SASL_SSL)
     Case("wrong-password", "security", "SCRAM-SHA-512 with a wrong password (`run`)", 3,
-         "uthentication failed", mm1("__secure__:wrong-password"), needs="secure",
+         "refused us: authentication failed", mm1("__secure__:wrong-password"), needs="secure",
          max_seconds=45),
     Case("wrong-password-check", "security", "SCRAM-SHA-512 with a wrong password (`check`)", 3,
-         "uthentication failed", mm1("__secure__:wrong-password", command="check"),
+         "refused us: authentication failed",
+         mm1("__secure__:wrong-password", command="check"),
          needs="secure", max_seconds=30),
     Case("tls-ca-mismatch", "security", "broker certificate signed by another CA", 3,
-         "certificate verify failed", mm1("__secure__:other-ca"), needs="secure", max_seconds=45),
+         "TLS handshake failed", mm1("__secure__:other-ca"), needs="secure", max_seconds=45),
     Case("mechanism-not-enabled", "security", "`sasl.mechanism=PLAIN` against a SCRAM-only "
-         "listener (`check`)", 3, "PLAIN", mm1("__secure__:plain", command="check"),
+         "listener (`check`)", 3, "Unsupported SASL mechanism",
+         mm1("__secure__:plain", command="check"),
          needs="secure", max_seconds=30),
     # ------------------------------------------------------------------ chart values
     Case("chart-negative-replicas", "chart values", "`replicaCount: -1`", 1,
@@ -466,6 +470,17 @@ CASES: list[Case] = [
     Case("chart-misspelt-key", "chart values", "`replicas: 2` instead of `replicaCount`", 1,
          "additional properties 'replicas' not allowed",
          chart([MINIMAL_VALUES, {"replicas": 2}]), needs="chart"),
+    Case("chart-password-in-extra-properties", "chart values",
+         "`extraConsumerProperties: {sasl.password: ...}` (would land in a ConfigMap)", 1,
+         "sasl.password cannot be set here: extra properties are stored in a ConfigMap",
+         chart([MINIMAL_VALUES, {"extraConsumerProperties": {"sasl.password": PASSWORD}}]),
+         needs="chart"),
+    Case("chart-jaas-in-extra-properties", "chart values",
+         "`extraProducerProperties: {sasl.jaas.config: ...}`", 1,
+         "sasl.jaas.config cannot be set here",
+         chart([MINIMAL_VALUES, {"extraProducerProperties": {"sasl.jaas.config": (
+             "org.apache.kafka.common.security.plain.PlainLoginModule required "
+             f'username="u" password="{PASSWORD}";')}}]), needs="chart"),
 ]  # fmt: skip
 
 
@@ -500,7 +515,6 @@ def markdown() -> str:
         lines.append(f"| {i} | {c.dialect} | {what} | `{command}` | {c.code} | `{frag}` |")
     lines.append("")
     return "\n".join(lines)
-
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,42 +6,22 @@ row's consumer group, no topic created on the target, the row's password nowhere
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
-    AdminClient,
-    ConsumerGroupTopicPartitions,
-)
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
 
-from kmirror.config.env import BY_NAME
-from tests.badinput.catalogue import CASES, DOC, Case, markdown
+from tests.badinput.catalogue import CASES, DOC, PASSWORD, Case, markdown
+from tests.cleanenv import kmirror_env, run_kmirror
 from tests.conftest import MakeTopic
-from tests.kafkatools import Clusters, list_topics, produce, unique
-from tests.mirrorproc import run_cli, write_properties
+from tests.kafkatools import Clusters, list_topics, produce, unique, wait_until
+from tests.mirrorproc import write_properties
 
 pytestmark = pytest.mark.badinput
-
-# Appears in rows that carry a credential: it must never be echoed back.
-PASSWORD = "Catalogue-Pw-5f1e0c2a"
-_ENV_PREFIXES = ("KMIRROR_", "MIRROR_MAKER_", "SOURCE_CLUSTER_", "SINK_CLUSTER_")
-
-
-def clean_env(extra: Mapping[str, str]) -> dict[str, str]:
-    """The test process's environment without anything kmirror would read, plus extra."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in BY_NAME and not k.startswith(_ENV_PREFIXES) or k == "KMIRROR_CACHE"
-    }
-    env["KMIRROR_METRICS_PORT"] = "0"
-    env.update(extra)
-    return env
 
 
 class Ctx:
@@ -139,7 +119,12 @@ def _group(ctx: Ctx) -> dict[str, str]:
 def group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     req = [ConsumerGroupTopicPartitions(group)]
-    result = admin.list_consumer_group_offsets(req, request_timeout=15)[group].result()
+
+    # The first group request of a fresh cluster creates __consumer_offsets: allow for that.
+    def ask() -> Any:  # a new request each try
+        return admin.list_consumer_group_offsets(req, request_timeout=10)[group].result()
+
+    result = wait_until(ask, 60, 1.0, f"offsets of group {group} at {bootstrap}")
     return {
         (tp.topic, tp.partition): tp.offset
         for tp in (result.topic_partitions or [])
@@ -165,7 +150,8 @@ def shared_topic(clusters: Clusters) -> Iterator[str]:
 
     name = unique("badinput")
     create_topic(clusters.source_bootstrap, name, 2)
-    produce(clusters.source_bootstrap, name, [{"key": b"k%d" % i, "value": b"v"} for i in range(10)])
+    records = [{"key": b"k%d" % i, "value": b"v"} for i in range(10)]
+    produce(clusters.source_bootstrap, name, records)
     yield name
     delete_topic(clusters.source_bootstrap, name, wait=False)
 
@@ -235,6 +221,7 @@ def test_bad_input(
         out = result.stderr + result.stdout
         assert result.returncode == case.code, out[-2000:]
         assert case.fragment in out, out[-2000:]
+        assert PASSWORD not in out, "a password was echoed"
         return
     clusters: Clusters = request.getfixturevalue("clusters")
     shared: str = request.getfixturevalue("shared_topic")
@@ -244,7 +231,7 @@ def test_bad_input(
     ctx = Ctx(tmp_path, clusters, topic, group, secure)
     inv = case.build(ctx)
     before = snapshot(ctx)
-    result = run_cli(inv.args, timeout=case.max_seconds + 60, env=clean_env(inv.env))
+    result = run_kmirror(inv.args, kmirror_env(inv.env), timeout=case.max_seconds + 60)
     elapsed: float = result.elapsed  # type: ignore[attr-defined]
     out = result.stderr + result.stdout
     assert result.returncode == case.code, f"exit {result.returncode}:\n{out[-3000:]}"
@@ -273,4 +260,3 @@ def test_docs_table_is_in_sync() -> None:
     assert DOC.read_text(encoding="utf-8") == markdown(), (
         "docs/bad-input.md is stale: python -m tests.badinput.catalogue --write"
     )
-

@@ -14,8 +14,9 @@ from tests.mirrorproc import MirrorProcess, run_cli, write_properties
 pytestmark = pytest.mark.integration
 
 
-def test_mm2_default_replication_policy_prefixes(tmp_path: Path, clusters: Clusters,
-                                                 make_topic, unique_name) -> None:
+def test_mm2_default_replication_policy_prefixes(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=2)
     produce(clusters.source_bootstrap, topic, sample_records(100, 2))
     mm2 = tmp_path / "mm2.properties"
@@ -37,13 +38,14 @@ def test_mm2_default_replication_policy_prefixes(tmp_path: Path, clusters: Clust
         m.wait_ready(30)
         assert m.stop() == 0, m.log
     assert "emit.heartbeats.enabled" in m.log  # named in the not-implemented warning
-    assert_same(consume_all(clusters.source_bootstrap, topic),
-                consume_all(clusters.target_bootstrap, f"east.{topic}"))
+    assert_same(
+        consume_all(clusters.source_bootstrap, topic),
+        consume_all(clusters.target_bootstrap, f"east.{topic}"),
+    )
     assert topic not in list_topics(clusters.target_bootstrap)
 
 
-def test_mm2_identity_policy(tmp_path: Path, clusters: Clusters, make_topic,
-                             unique_name) -> None:
+def test_mm2_identity_policy(tmp_path: Path, clusters: Clusters, make_topic, unique_name) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=3)
     produce(clusters.source_bootstrap, topic, sample_records(60, 3))
     mm2 = tmp_path / "mm2.properties"
@@ -61,14 +63,16 @@ def test_mm2_identity_policy(tmp_path: Path, clusters: Clusters, make_topic,
         wait_until(target_has(clusters, topic, 60), 90)
         m.wait_ready(30)
         assert m.stop() == 0, m.log
-    assert_same(consume_all(clusters.source_bootstrap, topic),
-                consume_all(clusters.target_bootstrap, topic))
+    assert_same(
+        consume_all(clusters.source_bootstrap, topic), consume_all(clusters.target_bootstrap, topic)
+    )
 
 
 @pytest.mark.parametrize("via", ["flags", "env"])
 @pytest.mark.parametrize("cluster_type", ["DESTINATION", "SOURCE"])
-def test_kudo_cluster_types(tmp_path: Path, clusters: Clusters, make_topic, unique_name,
-                            cluster_type: str, via: str) -> None:
+def test_kudo_cluster_types(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name, cluster_type: str, via: str
+) -> None:
     # DESTINATION: the mirror runs by the source ("this") and the external cluster is the
     # target. SOURCE: runs by the target and pulls from the external cluster.
     this, external = (
@@ -80,9 +84,19 @@ def test_kudo_cluster_types(tmp_path: Path, clusters: Clusters, make_topic, uniq
     produce(clusters.source_bootstrap, topic, sample_records(50, 2))
     group = unique_name("g")
     if via == "flags":
-        args = ["run", "--this-bootstrap-servers", this, "--external-bootstrap-servers",
-                external, "--external-cluster-type", cluster_type.lower(), "--whitelist", topic,
-                "--group-id", group]
+        args = [
+            "run",
+            "--this-bootstrap-servers",
+            this,
+            "--external-bootstrap-servers",
+            external,
+            "--external-cluster-type",
+            cluster_type.lower(),
+            "--whitelist",
+            topic,
+            "--group-id",
+            group,
+        ]
         env = {}
     else:
         args = ["run"]
@@ -99,37 +113,52 @@ def test_kudo_cluster_types(tmp_path: Path, clusters: Clusters, make_topic, uniq
         wait_until(target_has(clusters, topic, 50), 90)
         m.wait_ready(30)
         assert m.stop() == 0, m.log
-    assert_same(consume_all(clusters.source_bootstrap, topic),
-                consume_all(clusters.target_bootstrap, topic))
+    assert_same(
+        consume_all(clusters.source_bootstrap, topic), consume_all(clusters.target_bootstrap, topic)
+    )
 
 
-def test_seed_mm1_properties_start_with_warnings(tmp_path: Path, clusters: Clusters,
-                                                 make_topic, unique_name) -> None:
+def test_seed_mm1_properties_start_with_warnings(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+) -> None:
     """The seed's consumer.properties (auto commit on, a stray key) and a classic producer file
     (Java serializers, lz4, linger, batch.size) work as they are, with warnings."""
     topic = make_topic(clusters.source_bootstrap, partitions=2)
     produce(clusters.source_bootstrap, topic, sample_records(40, 2))
-    cons = write_properties(tmp_path / "consumer.properties", {
-        "bootstrap.servers": clusters.source_bootstrap,
-        "group.id": unique_name("g"),
-        "exclude.internal.topics": "true",
-        "enable.auto.commit": "true",
-        "auto.offset.reset": "earliest",
-        "consumer.auto.offset.reset": "latest",
-        "key.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
-        "partition.assignment.strategy": "org.apache.kafka.clients.consumer.RoundRobinAssignor",
-    })
-    prod = write_properties(tmp_path / "producer.properties", {
-        "bootstrap.servers": clusters.target_bootstrap,
-        "client.id": "mm1.Producer",
-        "value.serializer": "org.apache.kafka.common.serialization.BytesSerializer",
-        "compression.type": "lz4",
-        "linger.ms": "100",
-        "batch.size": "65536",
-        "offset.commit.interval.ms": "1000",
-    })
-    args = ["run", "--consumer.config", str(cons), "--producer.config", str(prod),
-            "--whitelist", topic]
+    cons = write_properties(
+        tmp_path / "consumer.properties",
+        {
+            "bootstrap.servers": clusters.source_bootstrap,
+            "group.id": unique_name("g"),
+            "exclude.internal.topics": "true",
+            "enable.auto.commit": "true",
+            "auto.offset.reset": "earliest",
+            "consumer.auto.offset.reset": "latest",
+            "key.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
+            "partition.assignment.strategy": "org.apache.kafka.clients.consumer.RoundRobinAssignor",
+        },
+    )
+    prod = write_properties(
+        tmp_path / "producer.properties",
+        {
+            "bootstrap.servers": clusters.target_bootstrap,
+            "client.id": "mm1.Producer",
+            "value.serializer": "org.apache.kafka.common.serialization.BytesSerializer",
+            "compression.type": "lz4",
+            "linger.ms": "100",
+            "batch.size": "65536",
+            "offset.commit.interval.ms": "1000",
+        },
+    )
+    args = [
+        "run",
+        "--consumer.config",
+        str(cons),
+        "--producer.config",
+        str(prod),
+        "--whitelist",
+        topic,
+    ]
     with MirrorProcess(args, tmp_path / "m.log") as m:
         wait_until(target_has(clusters, topic, 40), 90)
         m.wait_ready(30)
@@ -137,20 +166,29 @@ def test_seed_mm1_properties_start_with_warnings(tmp_path: Path, clusters: Clust
     log = m.log
     assert "consumer.auto.offset.reset" in log
     assert "enable.auto.commit" in log
-    assert_same(consume_all(clusters.source_bootstrap, topic),
-                consume_all(clusters.target_bootstrap, topic))
+    assert_same(
+        consume_all(clusters.source_bootstrap, topic), consume_all(clusters.target_bootstrap, topic)
+    )
 
 
-def test_check_prints_the_mapping_and_writes_nothing(tmp_path: Path, clusters: Clusters,
-                                                     make_topic, unique_name) -> None:
+def test_check_prints_the_mapping_and_writes_nothing(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=3)
     args = mm1_args(tmp_path, clusters, unique_name("g"), topic)
     args[0] = "check"
     result = run_cli([*args, "--json"])
     assert result.returncode == 0, result.stderr
     plan = json.loads(result.stdout)
-    assert plan["topics"] == [{"source": topic, "target": topic, "partitions": 3,
-                               "target_partitions": None, "action": "create"}]
+    assert plan["topics"] == [
+        {
+            "source": topic,
+            "target": topic,
+            "partitions": 3,
+            "target_partitions": None,
+            "action": "create",
+        }
+    ]
     assert topic not in list_topics(clusters.target_bootstrap)
     files = args[1:5]  # --consumer.config F --producer.config F
     nothing = run_cli(["check", *files, "--whitelist", "no-such-topic-.*"])

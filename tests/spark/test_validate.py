@@ -22,7 +22,8 @@ from tests.spark.conftest import config_for, copy_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
-TS = 1_600_000_000_000
+# Recent timestamps: records far in the past would fall to time-based retention mid-test.
+TS = (int(time.time()) - 3600) * 1000
 PER_PARTITION = 60
 
 # The damage done to topic "damaged" on the target, by (partition, source offset).

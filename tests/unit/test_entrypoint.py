@@ -256,8 +256,10 @@ def test_template_that_sets_security_owns_it(environ: dict[str, str], tmp_path: 
     assert plan.origins[PRODUCER] == f"built-in {PRODUCER}"
     notes = "\n".join(plan.notes)
     assert "SOURCE_CLUSTER_SECURITY_PROTOCOL ignored: consumer.properties sets" in notes
-    assert "has no producer.properties: the built-in one is used" in notes
     assert "README ignored" in notes
+    env["KMIRROR_STRICT"] = "true"
+    with pytest.raises(ConfigError, match="KMIRROR_STRICT: 2 configuration warning"):
+        build_plan(env)
 
 
 def test_extra_properties_are_expanded_and_win(environ: dict[str, str], tmp_path: Path) -> None:

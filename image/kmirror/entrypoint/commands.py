@@ -101,12 +101,13 @@ def render(args: argparse.Namespace) -> int:
         else:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="kmirror-render-"))
             directory = write_files(plan, Path(scratch))
-        # Warnings name the files where the entrypoint would put them, not the scratch copy.
+        # Messages name the files where the entrypoint would put them, not the scratch copy.
         shown = str(Path(args.output_dir) if args.output_dir else plan.config_dir)
-        warnings = [
-            *plan.notes,
-            *(n.replace(str(directory), shown) for n in _check(plan, directory)),
-        ]
+        try:
+            checked = _check(plan, directory)
+        except ConfigError as exc:
+            raise ConfigError(str(exc).replace(str(directory), shown)) from exc
+        warnings = [*plan.notes, *(n.replace(str(directory), shown) for n in checked)]
     argv = ["kmirror", *plan.argv(Path(args.output_dir) if args.output_dir else None)]
     if args.json:
         doc = {

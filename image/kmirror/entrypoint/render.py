@@ -70,7 +70,7 @@ def build_plan(environ: Mapping[str, str]) -> Plan:
     """Resolve the whole configuration; raise ConfigError (exit 2) naming what is wrong."""
     notes: list[str] = []
     dotenv = load_env_file(environ, notes)
-    env = {**dotenv, **{k: v for k, v in environ.items()}}
+    env = {**dotenv, **environ}
     env.update(kudo_bootstrap(env, notes))
     expander = Expander(env)
     rendered: dict[str, dict[str, ConfValue]] = {}
@@ -95,6 +95,9 @@ def build_plan(environ: Mapping[str, str]) -> Plan:
             raise ConfigError(
                 f"{name} renders an empty {key}: set {variable} (or fix the template)"
             )
+    if notes and parse_bool(envvars.get("KMIRROR_STRICT", env), "KMIRROR_STRICT"):
+        listed = "\n".join(f"  - {n}" for n in notes)
+        raise ConfigError(f"KMIRROR_STRICT: {len(notes)} configuration warning(s):\n{listed}")
     return Plan(
         files=files,
         origins=origins,
@@ -182,9 +185,7 @@ def templates(env: Mapping[str, str], notes: list[str]) -> dict[str, tuple[str, 
         path = Path(directory, name) if directory else None
         if path is not None and path.is_file():
             out[name] = (_read_text(path), str(path))
-        else:
-            if path is not None:
-                notes.append(f"KMIRROR_TEMPLATE_DIR has no {name}: the built-in one is used")
+        else:  # the origin, logged with the rendered file, says so
             out[name] = (builtin_template(name), f"built-in {name}")
     if directory:
         # ConfigMap volumes hold ..data and timestamped dirs: not user files.

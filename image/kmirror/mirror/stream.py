@@ -160,6 +160,9 @@ class Stream:
                 f"authentication failed: {err.str()}. Check the SASL user, password file and "
                 "mechanism for this cluster"
             )
+        elif not self._started:
+            # Start-up: the connection check (connect.py) reports what matters, once.
+            log.debug("client error stream=%d: %s", self._id, err.str())
         elif err.code() == KafkaError._ALL_BROKERS_DOWN:
             self.state.connected = False
             log.warning("all brokers down stream=%d: %s", self._id, err.str())

@@ -1,0 +1,88 @@
+"""The benchmark harness works end to end: a smoke run (a few thousand records, one repetition)
+through every contender, MirrorMaker 2 included, and every ceiling.
+
+No timing assertions: performance is `make bench` (docs/benchmarks.md). The smoke run starts its
+own two clusters (bsmoke-src 19592, bsmoke-tgt 29592) and stops them, so it needs nothing from the
+session's clusters.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.bench
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CONTENDERS = {"kmirror-1", "kmirror-2", "mm2-1", "mm2-2"}
+CEILINGS = {"producer-perf", "python-produce", "python-consume"}
+
+
+@dataclass(frozen=True)
+class Smoke:
+    proc: subprocess.CompletedProcess[str]
+    json_path: Path
+    result: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> Smoke:
+    out = tmp_path_factory.mktemp("bench")
+    proc = subprocess.run(
+        [sys.executable, "-m", "scripts.bench.run", "--smoke", "--out-dir", str(out)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    results = sorted(out.glob("smoke-*.json"))
+    assert results, f"no result JSON (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
+    return Smoke(proc, results[-1], json.loads(results[-1].read_text()))
+
+
+def test_every_contender_copied_every_record(smoke: Smoke) -> None:
+    runs = smoke.result["runs"]
+    assert {r["contender"] for r in runs} == CONTENDERS
+    for r in runs:
+        assert r["verified"], f"{r['contender']}: {r.get('error')}\n{r.get('log_tail', '')}"
+        assert sum(r["target_end"]) == r["records"] > 0
+        assert r["rate_rps"] > 0
+        assert r["cpu_s_per_m"] > 0
+        assert r["peak_rss_mb"] > 0
+        assert r["first_record_s"] > 0
+        lat = r["latency"]
+        assert lat["verified"]
+        assert lat["received"] == lat["sent"] > 0
+        assert 0 < lat["p50_ms"] <= lat["p99_ms"]
+    assert smoke.proc.returncode == 0, smoke.proc.stderr[-4000:]
+
+
+def test_every_ceiling_measured(smoke: Smoke) -> None:
+    assert {c["ceiling"] for c in smoke.result["ceilings"]} == CEILINGS
+    for c in smoke.result["ceilings"]:
+        assert c["verified"], f"{c['ceiling']}: {c.get('error')}"
+        assert c["rate_rps"] > 0
+
+
+def test_summary_table_and_chart(smoke: Smoke) -> None:
+    summary = smoke.result["summary"]
+    assert summary["all_verified"]
+    for ws in summary["workloads"].values():
+        assert set(ws["contenders"]) == CONTENDERS
+        for name in ("kmirror-1", "kmirror-2"):
+            s = ws["contenders"][name]
+            assert s["ratio_vs_mm2_same"] > 0
+            assert s["ratio_vs_python_produce"] > 0
+    table = smoke.json_path.with_suffix(".md").read_text()
+    assert "| Workload | Contender | records/s" in table
+    assert "MirrorMaker 2 tasks.max=2" in table
+    assert table in smoke.proc.stdout
+    png = smoke.json_path.with_suffix(".png").read_bytes()
+    assert png.startswith(b"\x89PNG")
