@@ -55,8 +55,11 @@ def load_mm1(
     consumer_props = load_properties(consumer_config)
     producer_props = load_properties(producer_config)
     cwhere, pwhere = f"consumer config {consumer_config}", f"producer config {producer_config}"
-    unrendered(consumer_props, cwhere)
-    unrendered(producer_props, pwhere)
+    # Files the image's entrypoint rendered are final: a '$' in them is a real value.
+    if not _rendered_by_kmirror(consumer_config):
+        unrendered(consumer_props, cwhere)
+    if not _rendered_by_kmirror(producer_config):
+        unrendered(producer_props, pwhere)
 
     commit_ms = offset_commit_interval_ms
     for props, where in ((consumer_props, cwhere), (producer_props, pwhere)):
@@ -130,3 +133,14 @@ def _cluster(alias: str, t: Translation, path: str, side: str) -> ClusterConfig:
         producer=t.producer,
         admin=t.admin,
     )
+
+
+RENDERED_MARKER = "# Rendered by kmirror"
+
+
+def _rendered_by_kmirror(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.readline().startswith(RENDERED_MARKER)
+    except OSError:
+        return False
