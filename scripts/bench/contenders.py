@@ -42,7 +42,7 @@ appender.console.type = Console
 appender.console.name = STDOUT
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = WARN
+rootLogger.level = ${env:BENCH_MM2_LEVEL:-WARN}
 rootLogger.appenderRef.stdout.ref = STDOUT
 """
 

@@ -120,6 +120,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"run took {meta.get('duration_s', 0) / 60:.1f} min.",
         f"Command: `{meta['command']}`",
         "",
+        _versions(meta.get("versions", {})),
+        "",
         "| Workload | Contender | records/s | MB/s | ÷ MM2 (same parallelism) | ÷ best MM2 "
         "| ÷ raw produce (confluent-kafka) | ÷ raw produce (Java) | CPU s / M records "
         "| peak RSS MB | start → first record s | verified |",
@@ -174,6 +176,19 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _versions(v: dict[str, Any]) -> str:
+    if not v:
+        return ""
+    engine = v.get("engine_changes") or []
+    tree = f", working tree with {len(engine)} engine file(s) changed" if engine else ""
+    return (
+        f"kmirror {v.get('kmirror')} (commit {v.get('git_commit')}{tree}), confluent-kafka "
+        f"{v.get('confluent_kafka')} / librdkafka {v.get('librdkafka')}; Apache Kafka brokers, "
+        f"ProducerPerformance and MirrorMaker 2 from {v.get('kafka_jars')} / {v.get('mm2_jars')}; "
+        f"{v.get('java')}."
+    )
+
+
 # -- chart -------------------------------------------------------------------------------------
 
 
@@ -214,7 +229,21 @@ def chart(result: dict[str, Any], path: Path) -> None:
                     linestyles=styles.get(kind, "-"),
                     label=c["label"] if j == 0 else None,
                 )
-    ax.legend(fontsize=7)
+    top = max(
+        [
+            s.get("rate_rps") or 0
+            for ws in summ["workloads"].values()
+            for s in ws["contenders"].values()
+        ]
+        + [
+            c.get("rate_rps") or 0
+            for ws in summ["workloads"].values()
+            for c in ws["ceilings"].values()
+        ]
+        + [1]
+    )
+    ax.set_ylim(0, top * 1.5)  # room for the legend above the bars
+    ax.legend(fontsize=7, loc="upper center", ncol=2)
     bars(axes[0][1], "cpu_s_per_m", "CPU seconds per million records (process tree)", "CPU s")
     bars(axes[1][1], "peak_rss_mb", "Peak RSS (process tree)", "MB")
 

@@ -107,15 +107,16 @@ def normalize(kafka: DataFrame, topic_names: Mapping[str, str] | None = None) ->
     )
 
 
-def mark_after_snapshot(source: DataFrame, bounds: DataFrame) -> DataFrame:
-    """Add `post`: the record lies at or after the snapshot end of its partition.
-    `bounds` has (topic, partition, end); partitions not listed count as inside."""
-    b = F.broadcast(bounds.select(*TP, F.col("end").alias("_end")))
-    return (
-        source.join(b, TP, "left")
-        .withColumn("post", F.coalesce(F.col("offset") >= F.col("_end"), F.lit(False)))
-        .drop("_end")
-    )
+def mark_after_snapshot(source: DataFrame, ends: Mapping[tuple[str, int], int]) -> DataFrame:
+    """Add `post`: the record lies at or after the snapshot end of its partition. `ends`
+    needs only the partitions that were read past their snapshot end (usually none, then
+    `post` is a constant false)."""
+    if not ends:
+        return source.withColumn("post", F.lit(False))
+    lookup = F.create_map(*[F.lit(x) for (t, p), end in sorted(ends.items())
+                            for x in (f"{p}:{t}", end)])  # fmt: skip
+    end = lookup[F.concat_ws(":", F.col("partition").cast("string"), F.col("topic"))]
+    return source.withColumn("post", F.coalesce(F.col("offset") >= end, F.lit(False)))
 
 
 def _latest(rows: DataFrame) -> DataFrame:

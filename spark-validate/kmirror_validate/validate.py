@@ -138,10 +138,8 @@ def _side_rows(spark: SparkSession, prep: Prepared) -> DataFrame:
     digest = opts.mode != "count"
     src_opts = sparkio.reader_options(prep.config.source, opts.isolation)
     tgt_opts = sparkio.reader_options(prep.config.target, opts.isolation)
-    bounds = spark.createDataFrame(
-        [(t, p, end) for (t, p), (_, end) in prep.snapshot.source.items()],
-        "topic string, partition int, end long",
-    )
+    snap = prep.snapshot
+    bounds = {tp: end for tp, (_, end) in snap.source.items() if snap.source_read_end[tp] > end}
     names = {p.target: p.source for p in prep.plans}
     src_parts: list[DataFrame] = []
     tgt_parts: list[DataFrame] = []

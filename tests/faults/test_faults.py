@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from tests.conftest import KafkaLocal, MakeTopic
@@ -31,7 +32,7 @@ from tests.faults.harness import (
     mirror_args,
     topic_name,
 )
-from tests.kafkatools import Clusters, end_offsets, produce, wait_until
+from tests.kafkatools import Clusters, consume_all, end_offsets, produce, wait_until
 from tests.mirrorproc import MirrorProcess
 
 CATCH_UP_S = 240.0
@@ -84,6 +85,7 @@ def _setup(
     tmp_path: Path,
     *,
     partitions: int = PARTITIONS,
+    consumer: dict[str, object] | None = None,
     producer: dict[str, object] | None = None,
     extra: tuple[str, ...] = (),
     backlog: int = 0,
@@ -94,7 +96,9 @@ def _setup(
     res = Result(name, mode, faults)
     progress = Progress(clusters, group, topic)
     load = Load(clusters.source_bootstrap, topic, partitions=partitions, backlog=backlog)
-    args = mirror_args(tmp_path, clusters, group, topic, producer=producer, extra=extra)
+    args = mirror_args(
+        tmp_path, clusters, group, topic, consumer=consumer, producer=producer, extra=extra
+    )
     return res, topic, load, progress, Mirror(args, tmp_path)
 
 
@@ -516,23 +520,22 @@ def _assigned(m: MirrorProcess) -> int:
     return int(sum(float(x) for x in found))
 
 
-@MODES
-def test_two_mirrors_in_one_group_one_killed(
+def _two_members(
+    name: str,
     mode: str,
     clusters: Clusters,
     make_topic: MakeTopic,
     target_cleanup: list[str],
     tmp_path: Path,
     fault_results: Callable[[Result], None],
+    consumer: dict[str, object] | None = None,
 ) -> None:
-    """Two `kmirror run` processes share the group (two replicas); kill -9 one: its
-    partitions move to the other within session.timeout.ms. Full: 6 kills, alternating."""
     kills = 6 if mode == "full" else 1
     partitions = 6
     started = time.monotonic()
     res, topic, load, progress, a = _setup(
-        "two-members", mode, kills, clusters, make_topic, target_cleanup, tmp_path,
-        partitions=partitions,
+        name, mode, kills, clusters, make_topic, target_cleanup, tmp_path,
+        partitions=partitions, consumer=consumer,
     )  # fmt: skip
     b = Mirror(a.args, tmp_path, name="mirror-b")
     a.name = "mirror-a"
@@ -573,7 +576,43 @@ def test_two_mirrors_in_one_group_one_killed(
         a.cleanup()
         b.cleanup()
         fault_results(res)
-    assert all(c == -signal.SIGKILL for c in res.mirror_exits[:kills]), res.mirror_exits
+    codes = res.mirror_exits
+    assert codes.count(-signal.SIGKILL) == kills and codes.count(0) == 2, codes
+
+
+@MODES
+def test_two_mirrors_in_one_group_one_killed(
+    mode: str,
+    clusters: Clusters,
+    make_topic: MakeTopic,
+    target_cleanup: list[str],
+    tmp_path: Path,
+    fault_results: Callable[[Result], None],
+) -> None:
+    """Two `kmirror run` processes share the group (two replicas); kill -9 one: its
+    partitions move to the other within session.timeout.ms. Full: 6 kills, alternating."""
+    _two_members("two-members", mode, clusters, make_topic, target_cleanup, tmp_path, fault_results)
+
+
+@MODES
+def test_two_mirrors_cooperative_assignor_one_killed(
+    mode: str,
+    clusters: Clusters,
+    make_topic: MakeTopic,
+    target_cleanup: list[str],
+    tmp_path: Path,
+    fault_results: Callable[[Result], None],
+) -> None:
+    """The same with Java's CooperativeStickyAssignor (librdkafka cooperative-sticky):
+    partitions are handed over incrementally."""
+    _two_members(
+        "two-members-cooperative", mode, clusters, make_topic, target_cleanup, tmp_path,
+        fault_results,
+        consumer={
+            "partition.assignment.strategy":
+                "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+        },
+    )  # fmt: skip
 
 
 @MODES
@@ -620,3 +659,51 @@ def test_stream_process_killed(
         load.kill()
         mirror.cleanup()
         fault_results(res)
+
+
+# --------------------------------------------------------------------------- rewind
+
+
+@pytest.mark.faults
+def test_rewind_before_first_commit_with_latest_start(
+    clusters: Clusters,
+    kafka_local: KafkaLocal,
+    make_topic: MakeTopic,
+    target_cleanup: list[str],
+    tmp_path: Path,
+) -> None:
+    """auto.offset.reset=latest, abort.on.send.failure=false, and the target goes away before
+    the mirror's first commit: the retry must resend what failed, not jump to the end."""
+    topic = make_topic(clusters.source_bootstrap, topic_name("rewind-latest"), partitions=1)
+    make_topic(clusters.target_bootstrap, topic, partitions=1)
+    target_cleanup.append(topic)
+    group = topic.replace("faults-", "g-", 1)
+    produce(clusters.source_bootstrap, topic, [{"key": b"before-%d" % i} for i in range(5)])
+    args = mirror_args(
+        tmp_path,
+        clusters,
+        group,
+        topic,
+        consumer={"auto.offset.reset": "latest"},
+        producer={"message.timeout.ms": 3000},
+        extra=("--abort.on.send.failure", "false", "--offset.commit.interval.ms", "600000"),
+    )
+    with MirrorProcess(args, tmp_path / "m.log") as m:
+        m.wait_ready(90)
+        time.sleep(2)
+        kafka_local.stop("target")
+        produce(clusters.source_bootstrap, topic, [{"key": b"during-%d" % i} for i in range(10)])
+        wait_until(lambda: "send failed, retrying" in m.log, 60, 0.5, "send failures")
+        kafka_local.start("target")
+        produce(clusters.source_bootstrap, topic, [{"key": b"after-%d" % i} for i in range(5)])
+        wait_until(
+            lambda: any(r.key == b"after-4" for r in consume_all(clusters.target_bootstrap, topic)),
+            120,
+            1.0,
+            "records after the outage mirrored",
+        )
+        assert m.stop() == 0, m.log[-3000:]
+    keys = {r.key for r in consume_all(clusters.target_bootstrap, topic)}
+    lost = sorted(k for k in (b"during-%d" % i for i in range(10)) if k not in keys)
+    assert not lost, f"records skipped by the retry: {lost}"
+    assert not any(k and k.startswith(b"before-") for k in keys)  # latest: not copied

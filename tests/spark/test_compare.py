@@ -99,9 +99,9 @@ def test_exact_copy_with_renamed_topic_and_new_offsets(spark: SparkSession) -> N
 def test_newer_source_records_are_pending_not_missing(spark: SparkSession) -> None:
     src = kafka_rows(spark, [_rec(0, o, o) for o in range(10)])
     tgt = kafka_rows(spark, [_rec(0, o, o) for o in range(7)])  # 7..9 written after the snapshot
-    bounds = spark.createDataFrame([("a", 0, 7)], "topic string, partition int, end long")
     rows = compare.side_rows(
-        compare.mark_after_snapshot(compare.normalize(src), bounds), compare.normalize(tgt)
+        compare.mark_after_snapshot(compare.normalize(src), {("a", 0): 7}),
+        compare.normalize(tgt),
     )
     out = compare.evaluate(rows)
     assert out.counts[("a", 0)] == {
@@ -121,8 +121,7 @@ def test_latest_state_compares_tables_not_histories(spark: SparkSession) -> None
     # The target compacted harder: only the latest state, k2's tombstone already gone; k4's
     # post-snapshot change is not there yet.
     tgt = _renumber([src[2], src[3], src[5]])
-    bounds = spark.createDataFrame([("a", 0, 6)], "topic string, partition int, end long")
-    s_rows = compare.mark_after_snapshot(compare.normalize(kafka_rows(spark, src)), bounds)
+    s_rows = compare.mark_after_snapshot(compare.normalize(kafka_rows(spark, src)), {("a", 0): 6})
     s_state, t_state = compare.latest_state(s_rows, compare.normalize(kafka_rows(spark, tgt)))
     out = compare.evaluate(compare.side_rows(s_state, t_state), counts_from_rows=True)
     # Live keys k1, k3 on both sides; k4 changed after the snapshot: skipped, counted.

@@ -18,7 +18,6 @@ from typing import Any
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
-    OFFSET_END,
     OFFSET_INVALID,
     TIMESTAMP_NOT_AVAILABLE,
     Consumer,
@@ -113,6 +112,13 @@ class Stream:
         self._next_refresh = 0.0
         self._last_commit = time.monotonic()
         self._flush_timeout = int(config.producer_conf().get("message.timeout.ms", "60000")) / 1e3
+        # Cooperative assignors (and KIP-848's consumer protocol) hand partitions out and take
+        # them back incrementally; assign() is refused there.
+        cconf = config.consumer_conf()
+        self._incremental = (
+            cconf.get("partition.assignment.strategy", "").startswith("cooperative")
+            or cconf.get("group.protocol", "classic") == "consumer"
+        )
 
     # -- clients -------------------------------------------------------------------------------
 
@@ -179,19 +185,26 @@ class Stream:
             start = self._start_offsets(consumer, partitions)
         except KmirrorError as exc:
             self._fatal = exc
-            consumer.assign(partitions)
+            self._take(consumer, partitions)
             consumer.pause(partitions)
             return
         except KafkaException as exc:
             self._fatal = ClusterError(f"could not read committed offsets: {exc.args[0]}")
-            consumer.assign(partitions)
+            self._take(consumer, partitions)
             consumer.pause(partitions)
             return
-        consumer.assign(start)
-        self._assignment = {(tp.topic, tp.partition) for tp in partitions}
+        self._take(consumer, start)
+        keys = {(tp.topic, tp.partition) for tp in partitions}
+        self._assignment = self._assignment | keys if self._incremental else keys
         self.state.assigned = len(self._assignment)
         self._metrics.assigned.set(len(self._assignment))
         log.info("assigned stream=%d partitions=%s", self._id, _fmt(partitions))
+
+    def _take(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if self._incremental:
+            consumer.incremental_assign(partitions)
+        else:
+            consumer.assign(partitions)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._metrics.rebalances.labels("revoke").inc()
@@ -230,8 +243,14 @@ class Stream:
                     f"'{self._config.group_id}' and auto.offset.reset=none: set it to earliest "
                     "or latest to choose where a new mirror starts"
                 )
+            elif policy == "earliest":
+                offset = OFFSET_BEGINNING
             else:
-                offset = OFFSET_BEGINNING if policy == "earliest" else OFFSET_END
+                # "latest" as a real offset, now: a retry after a failed send rewinds to
+                # _restart, and seeking to the logical end then would skip what failed.
+                _, offset = consumer.get_watermark_offsets(
+                    TopicPartition(tp.topic, tp.partition), timeout=30, cached=False
+                )
             self._restart[key] = offset
             start.append(TopicPartition(tp.topic, tp.partition, offset))
         return start
