@@ -11,7 +11,7 @@ PYTEST := $(VENV)/bin/pytest
 PYTEST_ARGS ?=
 
 .PHONY: help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
-        test-chart test-spark test-image test-faults demo clusters-up clusters-down clusters-status \
+        test-chart test-spark test-image test-faults test-faults-full demo clusters-up clusters-down clusters-status \
         image image-inputs bench bench-smoke chart-docs env-docs clean
 
 help: ## List the targets
@@ -42,8 +42,12 @@ lint: venv ## ruff lint + format check
 typecheck: venv ## mypy --strict on both packages
 	$(VENV)/bin/mypy
 
-test: setup lint typecheck ## The whole suite: lint, types, unit, integration, chart, spark, image
-	$(PYTEST) -m "not slow and not k8s" $(PYTEST_ARGS)
+# The fault scenarios and the benchmark smoke run have their own targets: together they take
+# longer than the rest of the suite on 2 cores.
+TEST_MARKERS ?= not slow and not k8s and not faults and not bench
+
+test: setup lint typecheck ## The suite: lint, types, unit, integration, bad input, security, chart, spark, image
+	$(PYTEST) -m "$(TEST_MARKERS)" $(PYTEST_ARGS)
 
 test-unit: venv ## Pure-logic tests, no broker
 	$(PYTEST) -m unit $(PYTEST_ARGS)
@@ -57,7 +61,10 @@ test-chart: venv go-tools ## Helm chart: helm lint, ct lint, Kubernetes schemas 
 chart-docs: venv ## Regenerate the Parameters section of chart/kmirror/README.md from values.yaml
 	$(PY) scripts/chart-docs
 
-test-faults: setup ## The full fault-injection suite (long)
+test-faults: setup ## The short fault scenarios (kill -9, broker restarts, outages)
+	$(PYTEST) -m faults $(PYTEST_ARGS)
+
+test-faults-full: setup ## The full fault-injection suite (30 kills, 2-minute outage; long)
 	KMIRROR_FAULTS=full $(PYTEST) -m slow $(PYTEST_ARGS)
 
 demo: setup ## Mirror sample topics between two embedded clusters, validate, summarise
@@ -87,8 +94,8 @@ env-docs: venv ## Regenerate the variable table in docs/configuration.md from km
 bench: setup ## Full benchmark: kmirror vs Apache MirrorMaker 2 (about 20 minutes)
 	$(PY) -m scripts.bench.run --full
 
-bench-smoke: setup ## A few thousand records through every contender
-	$(PY) -m scripts.bench.run --smoke
+bench-smoke: setup ## A few thousand records through every contender, checked by pytest
+	$(PYTEST) -m bench $(PYTEST_ARGS)
 
 clean: ## Remove the venv and build leftovers (the cache stays)
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache

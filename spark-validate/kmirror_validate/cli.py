@@ -189,6 +189,9 @@ def _setup_logging(args: argparse.Namespace) -> None:
     level = {"WARN": "WARNING", "TRACE": "DEBUG", "FATAL": "CRITICAL"}.get(level, level)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)  # fmt: skip
+    # py4j's DEBUG output is a protocol trace of every call into Spark, option values
+    # included: the kafka.sasl.jaas.config password would be printed. Never below INFO.
+    logging.getLogger("py4j").setLevel(logging.INFO)
     # Our error messages already say why a cluster is unreachable; librdkafka would repeat
     # it for every connection attempt.
     if level != "DEBUG":

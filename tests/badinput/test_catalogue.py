@@ -240,12 +240,12 @@ def test_bad_input(
     assert PASSWORD not in out, "a password was echoed"
     after = snapshot(ctx)
     assert after["offsets"] == before["offsets"], "the consumer group committed offsets"
-    assert after["target_topics"] == before["target_topics"], (
-        f"topics appeared on the target: {after['target_topics'] - before['target_topics']}"
-    )
+    # Only topics named after the row's selection count: other work may share the clusters.
+    new = {t for t in after["target_topics"] - before["target_topics"] if topic in t}
+    assert not new, f"topics appeared on the target: {new}"
     if secure is not None:
         assert after["secure_offsets"] == before["secure_offsets"]
-        assert after["secure_topics"] == before["secure_topics"]
+        assert not {t for t in after["secure_topics"] - before["secure_topics"] if topic in t}
 
 
 def test_at_least_40_cases_in_every_dialect() -> None:

@@ -5,16 +5,18 @@ never deleted or shrunk."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     ConfigResource,
     ConfigSource,
     NewPartitions,
     NewTopic,
+    OffsetSpec,
 )
 
 from kmirror.config.model import MirrorConfig
@@ -34,6 +36,8 @@ class TopicManager:
         self._target: AdminClient | None = None
         # Topics whose target we created or already grew this run: growth is ours to follow.
         self._owned: set[str] = set()
+        # Target topics whose partitions answered at their leader (_await_online).
+        self._online: set[str] = set()
 
     @property
     def source(self) -> AdminClient:
@@ -61,6 +65,11 @@ class TopicManager:
         """Make every selected source topic mirrorable: create, grow or refuse."""
         mapping = {src: self._config.target_topic(src) for src in source_partitions}
         existing = self.target_partitions(mapping.values())
+        # Created a moment ago by another stream or replica (or a user): online yet?
+        unseen = [TopicPartition(t, p) for t, n in existing.items() if t not in self._online
+                  for p in range(n)]  # fmt: skip
+        if unseen:
+            self._await_online(unseen)
         missing = [src for src, dst in mapping.items() if dst not in existing]
         if missing:
             if not self._config.create_topics:
@@ -107,6 +116,9 @@ class TopicManager:
                 if err.code() != KafkaError.TOPIC_ALREADY_EXISTS:  # another stream won the race
                     raise _cluster_error("create target topic " + name, exc) from exc
             self._owned.add(name)
+        self._await_online(
+            [TopicPartition(mapping[src], p) for src in missing for p in range(partitions[src])]
+        )
 
     def _grow(self, topic: str, count: int) -> None:
         fut = self.target.create_partitions(
@@ -118,6 +130,41 @@ class TopicManager:
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.INVALID_PARTITIONS:  # already grown elsewhere
                 raise _cluster_error("add partitions to " + topic, exc) from exc
+        self._await_online([TopicPartition(topic, p) for p in range(count)])
+
+    def _await_online(self, partitions: list[TopicPartition]) -> None:
+        """Return once every partition answers a ListOffsets request at its leader.
+
+        The controller confirms a new topic or partition before the leader has created its
+        log (a second or more on a busy broker). An idempotent producer writing in that window
+        can lose its first records with no delivery error (reproduced with Kafka 4.1 and
+        librdkafka 2.16, see docs/reliability.md; likely: the first batch is refused, a
+        pipelined later one is accepted while the broker has no sequence state yet, and the
+        retry of the first is then dropped). So nothing is produced to a partition before it
+        answers here.
+        """
+        pending = {(tp.topic, tp.partition) for tp in partitions}
+        deadline = time.monotonic() + ADMIN_TIMEOUT_S
+        last: object = None
+        while pending:
+            latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+            asked = {TopicPartition(t, p): latest for t, p in sorted(pending)}
+            for tp, fut in self.target.list_offsets(asked, request_timeout=10).items():
+                try:
+                    fut.result()
+                    pending.discard((tp.topic, tp.partition))
+                except KafkaException as exc:
+                    last = exc.args[0] if exc.args else exc
+            if not pending:
+                self._online.update(tp.topic for tp in partitions)
+                return
+            if time.monotonic() >= deadline:
+                names = ", ".join(f"{t}[{p}]" for t, p in sorted(pending)[:10])
+                raise ClusterError(
+                    f"new target partitions not online after {ADMIN_TIMEOUT_S:.0f}s: {names} "
+                    f"({last}); check the target brokers' logs"
+                )
+            time.sleep(0.1)
 
     def _source_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
         """Topic-level overrides set on the source (not broker defaults), minus the exclusions."""
