@@ -10,7 +10,7 @@ PYTEST := $(VENV)/bin/pytest
 # them; KMIRROR_SOURCE_BOOTSTRAP/KMIRROR_TARGET_BOOTSTRAP point it at other clusters instead.
 PYTEST_ARGS ?=
 
-.PHONY: help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
+.PHONY: test-security help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
         test-chart test-spark test-image test-faults test-faults-full demo clusters-up clusters-down clusters-status \
         image image-inputs bench bench-smoke chart-docs env-docs clean
 
@@ -42,11 +42,12 @@ lint: venv ## ruff lint + format check
 typecheck: venv ## mypy --strict on both packages
 	$(VENV)/bin/mypy
 
-# The fault scenarios and the benchmark smoke run have their own targets: together they take
+# The fault scenarios, the SASL_SSL/mTLS suite and the benchmark smoke run have their own
+# targets (make test-faults, test-security, bench-smoke): together they take
 # longer than the rest of the suite on 2 cores.
-TEST_MARKERS ?= not slow and not k8s and not faults and not bench
+TEST_MARKERS ?= not slow and not k8s and not faults and not bench and not security
 
-test: setup lint typecheck ## The suite: lint, types, unit, integration, bad input, security, chart, spark, image
+test: setup lint typecheck ## The suite: lint, types, unit, integration, bad input, chart, spark, image
 	$(PYTEST) -m "$(TEST_MARKERS)" $(PYTEST_ARGS)
 
 test-unit: venv ## Pure-logic tests, no broker
@@ -57,6 +58,9 @@ test-integration: setup ## Integration tests against the two local clusters
 
 test-chart: venv go-tools ## Helm chart: helm lint, ct lint, Kubernetes schemas (3 versions), template tests
 	$(PYTEST) -m chart tests/chart $(PYTEST_ARGS)
+
+test-spark: setup ## The PySpark validation job: compare functions, three validation runs, the CLI
+	$(PYTEST) -m spark tests/spark $(PYTEST_ARGS)
 
 chart-docs: venv ## Regenerate the Parameters section of chart/kmirror/README.md from values.yaml
 	$(PY) scripts/chart-docs
@@ -99,3 +103,6 @@ bench-smoke: setup ## A few thousand records through every contender, checked by
 
 clean: ## Remove the venv and build leftovers (the cache stays)
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache
+
+test-security: setup ## SASL_SSL (SCRAM-SHA-512) and mTLS cluster with a CA made by the run; no secret leaks
+	$(PYTEST) -m security $(PYTEST_ARGS)

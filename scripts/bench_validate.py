@@ -41,7 +41,9 @@ def produce_side(bootstrap: str, topic: str, records: int, partitions: int, size
     producer = Producer({
         "bootstrap.servers": bootstrap, "linger.ms": 50, "batch.num.messages": 100_000,
         "batch.size": 8_000_000, "queue.buffering.max.messages": 2_000_000,
-        "queue.buffering.max.kbytes": 2_000_000, "compression.type": "lz4", "acks": "1",
+        "queue.buffering.max.kbytes": 2_000_000, "compression.type": "lz4",
+        # Idempotence keeps the order per partition through retries: both sides must agree.
+        "enable.idempotence": True,
     })  # fmt: skip
     base = bytes(range(256)) * (size // 256 + 1)
     pad = size - 16
@@ -78,8 +80,9 @@ def create(bootstrap: str, topic: str, partitions: int) -> None:
 def delete(bootstrap: str, topic: str) -> None:
     from confluent_kafka.admin import AdminClient
 
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     try:
-        AdminClient({"bootstrap.servers": bootstrap}).delete_topics([topic])[topic].result(60)
+        admin.delete_topics([topic])[topic].result(60)
     except Exception as exc:  # a leftover topic is not worth failing the benchmark for
         print(f"warning: could not delete {topic} at {bootstrap}: {exc}", file=sys.stderr)
 
@@ -98,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--keep", action="store_true", help="keep the topics")
     parser.add_argument("--json-out", help="write the figures as JSON here")
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="K=V")
     args = parser.parse_args(argv)
 
     from kmirror.config.model import ClusterConfig, MirrorConfig, TopicSelection
@@ -122,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         selection = TopicSelection(include=(topic,))
         spark = sparkio.build_session(
             args.master, sparkio.connector_jars(),
-            {"spark.ui.enabled": "false", "spark.driver.memory": args.driver_memory},
+            {"spark.ui.enabled": "false", "spark.driver.memory": args.driver_memory,
+             **dict(kv.split("=", 1) for kv in args.spark_conf)},
         )  # fmt: skip
         total = 2 * args.records
         rounds: list[dict[str, float]] = []

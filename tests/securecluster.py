@@ -198,7 +198,8 @@ def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureC
     # A leftover of this name carries another run's certificates: start from scratch.
     kl.down([name], keep=False)
     try:
-        kl.up([kl.ClusterSpec(name, port, server_overrides(port, pki))], fresh=True)
+        # Generous: a busy 2-core machine has taken over 90 s to start a broker.
+        kl.up([kl.ClusterSpec(name, port, server_overrides(port, pki))], fresh=True, timeout=240)
     except kl.ClusterError as exc:
         kl.down([name], keep=False)
         pytest.fail(f"could not start the SASL_SSL cluster:\n{exc}", pytrace=False)

@@ -13,7 +13,7 @@ Pipeline (the CLI wires it; tests call the pieces):
     problems(slots) + summarize      missing / extra / duplicate / differs: counts, examples
     order_violations(pairs)          which matched records break the source order
 
-`evaluate` runs these with as few Spark actions as it can (two for a clean mirror) and
+`evaluate` runs these with as few Spark actions as it can (one for a clean mirror) and
 returns plain Python values; `differences` / `assert_mirrored` are the chispa-style check
 and assert forms for two Kafka-shaped DataFrames.
 """
@@ -153,16 +153,14 @@ def sample(rows: DataFrame, fraction: float) -> DataFrame:
 
 
 def side_rows(source: DataFrame, target: DataFrame, merge_partitions: bool = False) -> DataFrame:
-    """Both sides in one frame: side 0 = source, 1 = target. `rp` keeps the real partition;
-    with merge_partitions (the mirror re-partitions by hash) `partition` becomes -1, so
-    records are matched per topic."""
-    src = source if "post" in source.columns else source.withColumn("post", F.lit(False))
-    both = src.withColumn("side", F.lit(0)).unionByName(
-        target.withColumn("post", F.lit(False)).withColumn("side", F.lit(1))
-    )
-    both = both.withColumn("rp", F.col("partition"))
+    """Both sides in one frame with `side`: 0 source, 1 source newer than the snapshot
+    (`post`), 2 target. With merge_partitions (the mirror re-partitions by hash) `partition`
+    becomes -1, so records are matched per topic, and `rp` keeps the real partition."""
+    post = F.col("post") if "post" in source.columns else F.lit(False)
+    src = source.withColumn("side", F.when(post, F.lit(1)).otherwise(F.lit(0))).drop("post")
+    both = src.unionByName(target.withColumn("side", F.lit(2)))
     if merge_partitions:
-        both = both.withColumn("partition", F.lit(-1))
+        both = both.withColumn("rp", F.col("partition")).withColumn("partition", F.lit(-1))
     return both
 
 
@@ -174,9 +172,9 @@ def partition_counts(rows: DataFrame) -> DataFrame:
     target records (every row, sampled or not)."""
     side = F.col("side")
     return rows.groupBy(*TP).agg(
-        F.count_if((side == 0) & ~F.col("post")).alias("source_count"),
-        F.count_if((side == 0) & F.col("post")).alias("source_after_snapshot"),
-        F.count_if(side == 1).alias("target_count"),
+        F.count_if(side == 0).alias("source_count"),
+        F.count_if(side == 1).alias("source_after_snapshot"),
+        F.count_if(side == 2).alias("target_count"),
     )
 
 
@@ -189,29 +187,35 @@ def slots(rows: DataFrame) -> DataFrame:
       duplicate  a target copy beyond the source's copies (dup_of: the last source copy)
       target     a target record whose digest the source does not have at all
 
-    Rows without a digest (not sampled) take no part.
+    Rows without a digest (not sampled) take no part. The rows of one Kafka partition are
+    brought together once (hash on topic, partition); matching, the per-partition summary
+    and the order check then need no further shuffle. Content hashes are kept only where
+    pair_records needs them (unmatched slots).
     """
-    live = rows.filter(F.col("d1").isNotNull())
-    # The digest leads the window key: the sort prefix is then (nearly) unique.
-    group = Window.partitionBy("d1", "d2", "topic", "partition")
-    is_src = F.col("side") == 0
+    merged = "rp" in rows.columns
+    rp = F.col("rp") if merged else F.col("partition")
+    live = rows.filter(F.col("d1").isNotNull()).repartition(*TP)
+    group = Window.partitionBy("d1", "d2", *TP)  # the digest leads: a (nearly) unique prefix
+    is_src = F.col("side") < 2
     with_occ = live.select(
-        *TP, "d1", "d2", "side", "offset", "rp", "post", "k1", "vh", "hh", "ts",
+        *TP, "d1", "d2", "side", "offset", rp.alias("rp"), "k1", "vh", "hh", "ts",
         F.row_number().over(group.orderBy("side", "offset")).alias("_rn"),
         F.count_if(is_src).over(group).alias("copies"),
-        F.max_by(F.struct(F.col("offset").alias("o"), F.col("rp").alias("p")),
-                 F.when(is_src, F.col("offset"))).over(group).alias("_last"),
+        F.max(F.when(is_src, F.col("offset"))).over(group).alias("_last"),
+        F.max_by(F.when(is_src, rp), F.when(is_src, F.col("offset"))).over(group)
+        .alias("_last_p"),
     )  # fmt: skip
     occ = F.when(is_src, F.col("_rn")).otherwise(F.col("_rn") - F.col("copies"))
-    t = F.col("side") == 1
+    t = F.col("side") == 2
     agg = with_occ.groupBy("d1", "d2", *TP, occ.alias("occ")).agg(
         F.max(F.when(is_src, F.col("offset"))).alias("source_offset"),
         F.max(F.when(is_src, F.col("rp"))).alias("source_partition"),
-        F.max(F.when(is_src, F.col("post"))).alias("post"),
+        F.max(F.when(is_src, F.col("side") == 1)).alias("post"),
         F.max(F.when(t, F.col("offset"))).alias("target_offset"),
         F.max(F.when(t, F.col("rp"))).alias("target_partition"),
         F.max("copies").alias("copies"),
-        F.first("_last").alias("_last"),
+        F.max("_last").alias("_last"),
+        F.max("_last_p").alias("_last_p"),
         *[F.first(c).alias(c) for c in ("k1", "vh", "hh", "ts")],
     )
     so, to = F.col("source_offset").isNotNull(), F.col("target_offset").isNotNull()
@@ -221,10 +225,16 @@ def slots(rows: DataFrame) -> DataFrame:
         .when(F.col("copies") > 0, "duplicate")
         .otherwise("target")
     )
+    unmatched = ~(so & to) & (so | (F.col("copies") == 0))
+    dup = ~so & (F.col("copies") > 0)
     return agg.select(
-        *TP, kind.alias("kind"), "source_offset", "source_partition", "post", "target_offset",
-        "target_partition", F.col("_last.o").alias("dup_of"),
-        F.col("_last.p").alias("dup_of_partition"), "k1", "vh", "hh", "ts",
+        *TP, kind.alias("kind"), "source_offset", "target_offset",
+        *[F.when(F.lit(merged) | ~(so & to), F.col(c)).alias(c)
+          for c in ("source_partition", "target_partition")],
+        F.when(so, F.col("post")).alias("post"),
+        F.when(dup, F.col("_last")).alias("dup_of"),
+        F.when(dup, F.col("_last_p")).alias("dup_of_partition"),
+        *[F.when(unmatched, F.col(c)).alias(c) for c in ("k1", "vh", "hh", "ts")],
     )  # fmt: skip
 
 
@@ -255,7 +265,7 @@ SUMMARY_KINDS = ("source_count", "source_after_snapshot", "target_count", "match
 def slot_summary(slot_rows: DataFrame, check_order: bool = True) -> DataFrame:
     """(topic, partition, kind, count) for SUMMARY_KINDS counted over the slots, plus
     `descents` rows (check_order). Counts here cover compared (digest-carrying) rows only."""
-    k, post = F.col("kind"), F.col("post")
+    k, post = F.col("kind"), F.coalesce(F.col("post"), F.lit(False))
     has_src = F.col("source_offset").isNotNull()
     wide = slot_rows.groupBy(*TP).agg(
         F.count_if(has_src & ~post).alias("source_count"),
@@ -522,9 +532,10 @@ def evaluate(
     check_order: bool = True,
     counts_from_rows: bool = False,
 ) -> Outcome:
-    """Run the comparison on side_rows output: two Spark actions when the copy is exact,
-    three or four when it is not. counts_from_rows: count every row (sample mode, compacted
-    markers), which caches `rows` first; otherwise counts come from the slots."""
+    """Run the comparison on side_rows output: one Spark action when the copy is exact, one
+    more for problems, one more for disorder. counts_from_rows: count every row, also those
+    without a digest (sample mode, compacted markers); that caches `rows` and costs an action;
+    otherwise the counts come from the slots."""
     from pyspark import StorageLevel
 
     out = Outcome()

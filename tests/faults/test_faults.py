@@ -259,6 +259,17 @@ def _broker_restarts(
     _finish(res, clusters, topic, load, progress, [mirror], started)
 
 
+def _rode_out(res: Result) -> None:
+    """The mirror rides out a broker restart. Only a restart that kept the broker away longer
+    than message.timeout.ms (60 s) may end it, with exit 1 (records not acknowledged,
+    abort.on.send.failure=true); it is then restarted, and nothing may be missing either way."""
+    *during, last = res.mirror_exits
+    assert last == 0, res.mirror_exits
+    if during:
+        assert all(c == 1 for c in during), (res.mirror_exits, res.notes)
+        assert max(res.details["broker_downtime_s"]) > 55, res.details["broker_downtime_s"]
+
+
 @MODES
 def test_target_broker_restarts(
     mode: str,
@@ -282,7 +293,7 @@ def test_target_broker_restarts(
         load.kill()
         mirror.cleanup()
         fault_results(res)
-    assert res.mirror_exits == [0], f"the mirror should ride out target restarts: {res.notes}"
+    _rode_out(res)
 
 
 @MODES
@@ -308,7 +319,7 @@ def test_source_broker_restarts(
         load.kill()
         mirror.cleanup()
         fault_results(res)
-    assert res.mirror_exits == [0], f"the mirror should ride out source restarts: {res.notes}"
+    _rode_out(res)
 
 
 # --------------------------------------------------------------------------- target down

@@ -258,8 +258,10 @@ class Stream:
     # -- topics --------------------------------------------------------------------------------
 
     def _source_partitions(self, wanted: dict[str, int]) -> dict[str, int]:
-        consumer, _ = self._clients()
-        md = consumer.list_topics(timeout=30)
+        # Runs in the assignment callback: not the consumer's own list_topics(), which there
+        # breaks confluent-kafka's callback state (2.16: the next callback served by the same
+        # consume() aborts the process). The admin client is a separate handle.
+        md = self._topics.source.list_topics(timeout=30)
         out = {}
         for name, need in wanted.items():
             t = md.topics.get(name)
