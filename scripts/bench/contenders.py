@@ -72,12 +72,15 @@ class Contender:
     env: Mapping[str, str] = field(default_factory=dict)
     module: str = "kmirror.cli.main"
     mm2_props: Mapping[str, str] = field(default_factory=dict)
+    variant: str = ""  # experiments: shown in tables
 
     @property
     def label(self) -> str:
         if self.kind == "kmirror":
-            return f"kmirror --num.streams {self.parallelism}"
-        return f"MirrorMaker 2 tasks.max={self.parallelism}"
+            base = f"kmirror --num.streams {self.parallelism}"
+        else:
+            base = f"MirrorMaker 2 tasks.max={self.parallelism}"
+        return f"{base} [{self.variant}]" if self.variant else base
 
     def describe(self) -> dict[str, object]:
         out: dict[str, object] = {

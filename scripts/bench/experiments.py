@@ -58,6 +58,7 @@ def experiment_contenders(spec: str) -> list[Contender]:
                 producer=dict(e.get("producer", {})),  # type: ignore[call-overload]
                 env=dict(e.get("env", {})),  # type: ignore[call-overload]
                 module=str(e.get("module", "kmirror.cli.main")),
+                variant=name,
             )
         )
     return out
