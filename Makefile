@@ -43,9 +43,8 @@ typecheck: venv ## mypy --strict on both packages
 	$(VENV)/bin/mypy
 
 # The fault scenarios, the SASL_SSL/mTLS suite, the Spark job suite and the benchmark smoke run
-# have their own
-# targets (make test-faults, test-security, test-spark, bench-smoke): together they take
-# longer than the rest of the suite on 2 cores.
+# have their own targets (make test-faults, test-security, test-spark, bench-smoke): together
+# they take longer than the rest of the suite on 2 cores.
 TEST_MARKERS ?= not slow and not k8s and not faults and not bench and not security and not spark
 
 test: setup lint typecheck ## The suite: lint, types, unit, integration, bad input, chart, image
