@@ -36,6 +36,8 @@ from tests.kafkatools import Clusters, consume_all, end_offsets, produce, wait_u
 from tests.mirrorproc import MirrorProcess
 
 CATCH_UP_S = 240.0
+# A broker start has taken 90 s on a busy 2-core machine (kafka-local's default timeout).
+BROKER_START_S = 300.0
 
 
 def _seed() -> int:
@@ -248,7 +250,7 @@ def _broker_restarts(
         time.sleep(rnd.uniform(3.0, 8.0))
         goal = progress.source_end()
         t0 = time.monotonic()
-        kafka_local.restart(side)
+        kafka_local.restart(side, timeout=BROKER_START_S)
         downtime.append(round(time.monotonic() - t0, 1))
         back = time.monotonic()
         if mirror.ensure_running():
@@ -373,7 +375,7 @@ def _target_down(
                     restarts_during_outage += 1
 
         _until(t_down + down_s, tick, 0.5)
-        kafka_local.start("target")
+        kafka_local.start("target", timeout=BROKER_START_S)
         back = time.monotonic()
         res.details["outage_s"] = round(back - t_down, 1)
         if not mirror.running():
@@ -705,7 +707,7 @@ def test_rewind_before_first_commit_with_latest_start(
         kafka_local.stop("target")
         produce(clusters.source_bootstrap, topic, [{"key": b"during-%d" % i} for i in range(10)])
         wait_until(lambda: "send failed, retrying" in m.log, 60, 0.5, "send failures")
-        kafka_local.start("target")
+        kafka_local.start("target", timeout=BROKER_START_S)
         produce(clusters.source_bootstrap, topic, [{"key": b"after-%d" % i} for i in range(5)])
         wait_until(
             lambda: any(r.key == b"after-4" for r in consume_all(clusters.target_bootstrap, topic)),

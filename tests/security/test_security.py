@@ -270,7 +270,7 @@ def test_validation_job_reads_credentials_from_files(
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1200,  # Spark on a busy 2-core machine has needed over 600 s
         env=env,
         check=False,
     )
