@@ -10,7 +10,7 @@ PYTEST := $(VENV)/bin/pytest
 # them; KMIRROR_SOURCE_BOOTSTRAP/KMIRROR_TARGET_BOOTSTRAP point it at other clusters instead.
 PYTEST_ARGS ?=
 
-.PHONY: test-security help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
+.PHONY: test-security k8s-binaries k8s-up k8s-down test-k8s help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
         test-chart test-spark test-image test-faults test-faults-full demo clusters-up clusters-down clusters-status \
         image image-inputs bench bench-smoke chart-docs env-docs clean
 
@@ -106,3 +106,15 @@ clean: ## Remove the venv and build leftovers (the cache stays)
 
 test-security: setup ## SASL_SSL (SCRAM-SHA-512) and mTLS cluster with a CA made by the run; no secret leaks
 	$(PYTEST) -m security $(PYTEST_ARGS)
+
+k8s-binaries: ## Kubernetes v1.37.2 + etcd built from the Go module proxy into the cache (cold: long)
+	@scripts/k8s/build-binaries
+
+k8s-up: system-deps k8s-binaries ## Start the local single-node Kubernetes cluster (returns when the node is Ready)
+	scripts/k8s-local up
+
+k8s-down: ## Stop the local Kubernetes cluster and remove all its state
+	scripts/k8s-local down
+
+test-k8s: setup k8s-binaries image ## helm install/test/upgrade/uninstall on the local cluster (starts and stops it)
+	$(PYTEST) -m k8s tests/k8s $(PYTEST_ARGS)

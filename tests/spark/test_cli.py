@@ -10,7 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
+from kmirror_validate import cli
 from tests.conftest import MakeTopic
 from tests.kafkatools import Clusters, produce, unique
 from tests.spark.conftest import copy_topic
@@ -63,7 +65,13 @@ def test_bad_configuration_exits_2(args: list[str], message: str) -> None:
 
 
 @pytest.mark.integration
-def test_match_then_mismatch(tmp_path: Path, clusters: Clusters, make_topic: MakeTopic) -> None:
+def test_match_then_mismatch(
+    tmp_path: Path,
+    clusters: Clusters,
+    make_topic: MakeTopic,
+    spark: SparkSession,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     topic = make_topic(clusters.source_bootstrap, unique("cli"), partitions=2)
     renamed = make_topic(clusters.target_bootstrap, f"src.{topic}", partitions=2)
     now = int(time.time() * 1000)
@@ -76,21 +84,24 @@ def test_match_then_mismatch(tmp_path: Path, clusters: Clusters, make_topic: Mak
               "--target-bootstrap-servers", clusters.target_bootstrap, "--topics", topic,
               "--rename-policy", "prefix", "--source-alias", "src", *SPARK]  # fmt: skip
 
-    ok = run_cli(*common, "--json", "--progress-interval", "1")
-    assert ok.returncode == 0, ok.stderr[-3000:]
-    doc = json.loads(ok.stdout)
+    # Exit 0 in this process (the session fixture saves a JVM start; main() leaves a session
+    # it did not create running) ...
+    assert cli.main([*common, "--json", "--progress-interval", "1"]) == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
     assert doc["schema"] == "kmirror-validate/v1"
     assert (doc["ok"], doc["mode"], doc["totals"]["matched"]) == (True, "digest", 50)
     assert doc["topics"][0]["target_topic"] == renamed
-    assert "kmirror-validate: OK (digest mode" in ok.stderr
-    assert "[kmirror-validate" in ok.stderr  # progress lines (stderr is not a terminal)
+    assert "kmirror-validate: OK (digest mode" in err
+    assert "[kmirror-validate" in err  # progress lines (stderr is not a terminal)
 
+    # ... exit 1 as a process.
     produce(clusters.source_bootstrap, topic, [{"key": b"late", "value": b"x", "partition": 1}])
-    out = tmp_path / "report.json"
-    bad = run_cli(*common, "--mode", "count", "--json-out", str(out), "--no-progress")
+    report = tmp_path / "report.json"
+    bad = run_cli(*common, "--mode", "count", "--json-out", str(report), "--no-progress")
     assert bad.returncode == 1, bad.stderr[-3000:]
-    report = json.loads(out.read_text())
-    assert report["ok"] is False
-    assert [p["count_missing"] for p in report["topics"][0]["partitions"]] == [0, 1]
+    doc = json.loads(report.read_text())
+    assert doc["ok"] is False
+    assert [p["count_missing"] for p in doc["topics"][0]["partitions"]] == [0, 1]
     assert f"{topic}/1: 1 missing" in bad.stderr
     assert "[kmirror-validate" not in bad.stderr
