@@ -11,7 +11,7 @@ PYTEST := $(VENV)/bin/pytest
 PYTEST_ARGS ?=
 
 .PHONY: test-security k8s-binaries k8s-up k8s-down test-k8s help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
-        test-chart test-spark test-image test-faults test-faults-full demo clusters-up clusters-down clusters-status \
+        test-chart test-spark test-image test-faults test-faults-short demo clusters-up clusters-down clusters-status \
         image image-inputs bench bench-smoke chart-docs env-docs clean
 
 help: ## List the targets
@@ -42,12 +42,11 @@ lint: venv ## ruff lint + format check
 typecheck: venv ## mypy --strict on both packages
 	$(VENV)/bin/mypy
 
-# The fault scenarios, the SASL_SSL/mTLS suite, the Spark job suite and the benchmark smoke run
-# have their own targets (make test-faults, test-security, test-spark, bench-smoke): together
-# they take longer than the rest of the suite on 2 cores.
-TEST_MARKERS ?= not slow and not k8s and not faults and not bench and not security and not spark
+# Everything but the long fault variants (make test-faults), the live-Kubernetes suite
+# (make test-k8s) and the benchmark smoke run (make bench-smoke).
+TEST_MARKERS ?= not slow and not k8s and not bench
 
-test: setup lint typecheck ## The suite: lint, types, unit, integration, bad input, chart, image
+test: setup lint typecheck ## The suite: lint, types, unit, integration, bad input, chart, image, spark, security, short faults
 	$(PYTEST) -m "$(TEST_MARKERS)" $(PYTEST_ARGS)
 
 test-unit: venv ## Pure-logic tests, no broker
@@ -65,11 +64,11 @@ test-spark: setup ## The PySpark validation job: compare functions, three valida
 chart-docs: venv ## Regenerate the Parameters section of chart/kmirror/README.md from values.yaml
 	$(PY) scripts/chart-docs
 
-test-faults: setup ## The short fault scenarios (kill -9, broker restarts, outages)
-	$(PYTEST) -m faults $(PYTEST_ARGS)
-
-test-faults-full: setup ## The full fault-injection suite (30 kills, 2-minute outage; long)
+test-faults: setup ## The full fault-injection suite (30 kills, 5 broker restarts, 2-minute outage; long)
 	KMIRROR_FAULTS=full $(PYTEST) -m slow $(PYTEST_ARGS)
+
+test-faults-short: setup ## The short fault scenarios make test runs, on their own
+	$(PYTEST) -m faults $(PYTEST_ARGS)
 
 demo: setup ## Mirror sample topics between two embedded clusters, validate, summarise
 	$(PY) scripts/demo.py

@@ -126,6 +126,36 @@ def list_topics(bootstrap: str, timeout: float = 10.0, internal: bool = False) -
     return {t for t in md.topics if internal or not t.startswith("__")}
 
 
+def committed_offsets(
+    bootstrap: str, group: str, timeout: float = 10.0
+) -> dict[tuple[str, int], int]:
+    """Every offset `group` has committed on any non-internal topic, read by a consumer that
+    carries the group id but never joins (the admin API's group-offsets call can crash on a
+    group the coordinator has not seen yet, confluent-kafka-python #1982)."""
+    md = admin(bootstrap).list_topics(timeout=timeout)
+    tps = [
+        TopicPartition(name, p)
+        for name, t in md.topics.items()
+        if not name.startswith("__") and t.error is None
+        for p in t.partitions
+    ]
+    if not tps:
+        return {}
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "logger": LOG,
+        }
+    )
+    try:
+        got = c.committed(tps, timeout=timeout)
+    finally:
+        c.close()
+    return {(tp.topic, tp.partition): tp.offset for tp in got if tp.offset >= 0}
+
+
 def wait_until(
     predicate: Callable[[], T],
     timeout: float = 30.0,

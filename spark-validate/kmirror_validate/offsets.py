@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from confluent_kafka import (
-    ConsumerGroupTopicPartitions,
+    Consumer,
     IsolationLevel,
     KafkaException,
     TopicPartition,
@@ -154,20 +154,31 @@ class ClusterClient:
         return {tp: (max(0, result["low"][tp]), max(0, result["high"][tp])) for tp in wanted}
 
     def committed(self, group: str, tps: Iterable[TP]) -> dict[TP, int]:
-        """The group's committed offsets (partitions without a commit are left out)."""
+        """The group's committed offsets (partitions without a commit are left out).
+
+        Read through a consumer that carries the group id but never joins it: the admin API's
+        list_consumer_group_offsets can crash the process on a group the coordinator has not
+        seen yet (confluent-kafka-python #1982), a consumer's OffsetFetch cannot."""
         parts = [TopicPartition(t, p) for t, p in sorted(set(tps))]
         if not parts:
             return {}
-        request = [ConsumerGroupTopicPartitions(group, parts)]
+        conf: dict[str, Any] = {
+            **self._conf,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "logger": _RDKAFKA_LOG,
+        }
+        consumer = Consumer(conf)
         try:
-            fut = self.admin.list_consumer_group_offsets(request, request_timeout=self.timeout)
-            res = fut[group].result()
+            res = consumer.committed(parts, timeout=self.timeout)
         except KafkaException as exc:
             log.debug("no committed offsets for group=%s: %s", group, exc)
             return {}
+        finally:
+            consumer.close()
         return {
             (tp.topic, tp.partition): int(tp.offset)
-            for tp in res.topic_partitions
+            for tp in res
             if tp.error is None and tp.offset >= 0
         }
 

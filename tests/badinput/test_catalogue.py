@@ -12,13 +12,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.badinput.catalogue import CASES, DOC, PASSWORD, Case, markdown
 from tests.cleanenv import kmirror_env, run_kmirror
 from tests.conftest import MakeTopic
-from tests.kafkatools import Clusters, list_topics, produce, unique, wait_until
+from tests.kafkatools import (
+    Clusters,
+    committed_offsets,
+    list_topics,
+    produce,
+    unique,
+    wait_until,
+)
 from tests.mirrorproc import write_properties
 
 pytestmark = pytest.mark.badinput
@@ -117,19 +124,13 @@ def _group(ctx: Ctx) -> dict[str, str]:
 
 
 def group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    req = [ConsumerGroupTopicPartitions(group)]
-
     # The first group request of a fresh cluster creates __consumer_offsets: allow for that.
-    def ask() -> Any:  # a new request each try
-        return admin.list_consumer_group_offsets(req, request_timeout=10)[group].result()
-
-    result = wait_until(ask, 60, 1.0, f"offsets of group {group} at {bootstrap}")
-    return {
-        (tp.topic, tp.partition): tp.offset
-        for tp in (result.topic_partitions or [])
-        if tp.offset >= 0
-    }
+    return wait_until(
+        lambda: (committed_offsets(bootstrap, group),),
+        60,
+        1.0,
+        f"offsets of group {group} at {bootstrap}",
+    )[0]
 
 
 def snapshot(ctx: Ctx) -> dict[str, Any]:
