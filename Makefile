@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 .PHONY: test-security k8s-binaries k8s-up k8s-down test-k8s help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
         test-chart test-spark test-image test-faults test-faults-short demo clusters-up clusters-down clusters-status \
-        image image-inputs bench bench-smoke chart-docs env-docs clean
+        image image-inputs bench bench-validate bench-smoke chart-docs env-docs clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}'
@@ -44,7 +44,7 @@ typecheck: venv ## mypy --strict on both packages
 
 # Everything but the long fault variants (make test-faults), the live-Kubernetes suite
 # (make test-k8s) and the benchmark smoke run (make bench-smoke).
-TEST_MARKERS ?= not slow and not k8s and not bench
+TEST_MARKERS ?= not slow and not k8s
 
 test: setup lint typecheck ## The suite: lint, types, unit, integration, bad input, chart, image, spark, security, short faults
 	$(PYTEST) -m "$(TEST_MARKERS)" $(PYTEST_ARGS)
@@ -96,6 +96,12 @@ env-docs: venv ## Regenerate the variable table in docs/configuration.md from km
 
 bench: setup ## Full benchmark: kmirror vs Apache MirrorMaker 2 (about 20 minutes)
 	$(PY) -m scripts.bench.run --full
+
+bench-validate: setup ## Validation speed: digest mode over 2 M records per side vs a plain Spark read-and-count
+	@mkdir -p bench/results
+	$(PY) scripts/kafka-local up
+	$(PY) scripts/bench_validate.py --json-out bench/results/validate.json; rc=$$?; \
+	  $(PY) scripts/kafka-local down; exit $$rc
 
 bench-smoke: setup ## A few thousand records through every contender, checked by pytest
 	$(PYTEST) -m bench $(PYTEST_ARGS)

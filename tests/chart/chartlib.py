@@ -402,7 +402,7 @@ def mounted_secret_files(doc: Mapping[str, Any], c: Mapping[str, Any]) -> dict[s
 
 @dataclass(frozen=True)
 class RunSpec:
-    """What the rendered mirror container asks of a container runtime."""
+    """What a rendered container asks of a container runtime."""
 
     image: str
     command: list[str]  # replaces the image ENTRYPOINT when non-empty
@@ -424,10 +424,12 @@ class RunSpec:
         image: str | None = None,
         secrets: Mapping[SecretRef, str] | None = None,
         secret_dir: Path | None = None,
+        detach: bool = False,
     ) -> list[str]:
         """`podman run` arguments that reproduce the pod's container: same entrypoint/args,
         environment, user, read-only root, /tmp, capabilities. Secret values are looked up in
-        `secrets` (SecretRef -> content) and written as files under secret_dir."""
+        `secrets` (SecretRef -> content) and written as files under secret_dir. Detached
+        containers are kept after exit (for their exit code): the caller removes them."""
         secrets = secrets or {}
         missing = sorted(
             {
@@ -438,7 +440,8 @@ class RunSpec:
         )
         if missing:
             raise ValueError(f"the container needs Secret keys not given: {missing}")
-        out = ["run", "--rm", "--name", name, "--network", "host", "--user", self.user]
+        out = ["run", "--detach" if detach else "--rm", "--name", name]
+        out += ["--network", "host", "--user", self.user]
         if self.read_only:
             out.append("--read-only")
         out += [f"--tmpfs={t}:rw,mode=1777" for t in self.tmpfs]
@@ -471,11 +474,12 @@ class RunSpec:
         return shlex.join(["podman", *self.podman_args(name, **kwargs)])
 
 
-def run_spec(docs: Rendered) -> RunSpec:
-    """The mirror container of the rendered Deployment as a RunSpec."""
-    dep = docs.deployment
+def run_spec(docs: Rendered, doc: Mapping[str, Any] | None = None, name: str = "mirror") -> RunSpec:
+    """Container `name` of a rendered workload (default: the mirror of the Deployment) as a
+    RunSpec."""
+    dep = docs.deployment if doc is None else doc
     spec = pod_spec(dep)
-    c = container(dep, "mirror")
+    c = container(dep, name)
     psc, csc = spec.get("securityContext", {}), c.get("securityContext", {})
     uid = csc.get("runAsUser", psc.get("runAsUser"))
     gid = csc.get("runAsGroup", psc.get("runAsGroup"))

@@ -1,0 +1,102 @@
+"""Render-and-run: the chart and the images agree. The chart is rendered with values pointing at
+the local clusters and at the images this session built; the mirror container of the rendered
+Deployment, and then the validation container of the rendered post-install hook Job, are run
+exactly as rendered (entrypoint, arguments, environment, user, read-only root, /tmp) with
+podman. The mirror must copy the records byte for byte and stop cleanly; the hook must pass."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kmirror import __version__
+from tests.chart import chartlib
+from tests.image.conftest import Images, podman
+from tests.image.test_mirror_image import committed, contents, records, target_has
+from tests.kafkatools import Clusters, consume_all, end_offsets, produce, wait_until
+from tests.mirrorproc import free_port
+
+pytestmark = pytest.mark.image
+
+PARTITIONS = 3
+
+
+def chart_values(clusters: Clusters, topic: str, group: str, port: int) -> dict[str, Any]:
+    """What a user of the local clusters would write in values.yaml."""
+    return {
+        "image": {"registry": "localhost", "repository": "kmirror", "tag": __version__},
+        "source": {"bootstrapServers": clusters.source_bootstrap},
+        "target": {"bootstrapServers": clusters.target_bootstrap},
+        "whitelist": topic,
+        "consumerGroup": group,
+        "metrics": {"port": port},
+        "validation": {
+            "image": {
+                "registry": "localhost",
+                "repository": "kmirror-validate",
+                "tag": __version__,
+            },
+            "mode": "digest",
+            "waitTimeoutSeconds": 120,
+            "hook": {"enabled": True},
+        },
+    }
+
+
+def test_rendered_mirror_and_hook_run_in_the_built_images(
+    images: Images,
+    clusters: Clusters,
+    unique_name: Callable[..., str],
+    make_topic: Callable[..., str],
+) -> None:
+    topic = unique_name("it-chart")
+    group = unique_name("chart-run")
+    make_topic(clusters.source_bootstrap, topic, partitions=PARTITIONS)
+    sent = records(300, PARTITIONS)
+    produce(clusters.source_bootstrap, topic, sent)
+
+    docs = chartlib.helm_template(chart_values(clusters, topic, group, free_port()))
+    mirror = chartlib.run_spec(docs)
+    assert mirror.image == images.mirror, "the rendered Deployment must name the built image"
+    job = next(d for d in docs.of_kind("Job"))
+    hook = chartlib.run_spec(docs, job, "validate")
+    assert hook.image == images.validate
+    test_pod = next(d for d in docs.of_kind("Pod"))
+    # `helm test` runs the same container as the hook: running one proves both.
+    assert chartlib.run_spec(docs, test_pod, "validate") == hook
+
+    name = f"kmirror-chart-{uuid.uuid4().hex[:10]}"
+    podman(*mirror.podman_args(name, detach=True))
+    try:
+
+        def mirrored() -> bool:
+            state = podman("inspect", "--format", "{{.State.Running}}", name, check=False)
+            if state.stdout.strip() != "true":
+                logs = podman("logs", name, check=False)
+                raise AssertionError(f"the rendered mirror exited:\n{logs.stdout}{logs.stderr}")
+            return target_has(clusters, topic, len(sent))()
+
+        wait_until(mirrored, 120, 0.5, f"{len(sent)} records on the target topic {topic}")
+        source = consume_all(clusters.source_bootstrap, topic)
+        target = consume_all(clusters.target_bootstrap, topic)
+        assert contents(target) == contents(source)
+
+        # The hook Job's container, run while the mirror runs, as after `helm install`.
+        result = podman(*hook.podman_args(f"{name}-hook"), timeout=600, check=False)
+        output = result.stdout + result.stderr
+        assert result.returncode == 0, output[-6000:]
+        assert (
+            f"kmirror-validate: OK (digest mode, 1 topics, {PARTITIONS} partitions, "
+            f"{len(sent)} source records, {len(sent)} target records"
+        ) in output
+
+        # A rollout or scale-down: SIGTERM, flush, commit, exit 0.
+        podman("stop", "--time", "30", name, timeout=60)
+        code = podman("inspect", "--format", "{{.State.ExitCode}}", name).stdout.strip()
+        assert code == "0", podman("logs", name, check=False).stderr[-4000:]
+        assert committed(clusters, group, topic) == end_offsets(clusters.source_bootstrap, topic)
+    finally:
+        podman("rm", "--force", "--volumes", "--time", "0", name, check=False)
