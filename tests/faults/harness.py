@@ -192,10 +192,23 @@ class Progress:
             return False
         return all(done.get(p, -1) >= off for p, off in goal.items() if off > 0)
 
-    def wait(self, goal: dict[int, int], timeout: float, what: str = "caught up") -> float:
-        """Seconds until committed >= goal on every partition."""
+    def wait(
+        self,
+        goal: dict[int, int],
+        timeout: float,
+        what: str = "caught up",
+        tick: Callable[[], object] | None = None,
+    ) -> float:
+        """Seconds until committed >= goal on every partition; `tick` runs at every poll
+        (e.g. restarting a mirror that exited, as its Deployment would)."""
         t0 = time.monotonic()
-        wait_until(lambda: self.reached(goal), timeout, 0.25, f"{what}: committed >= {goal}")
+
+        def check() -> bool:
+            if tick is not None:
+                tick()
+            return self.reached(goal)
+
+        wait_until(check, timeout, 0.25, f"{what}: committed >= {goal}")
         return time.monotonic() - t0
 
     def close(self) -> None:

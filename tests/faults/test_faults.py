@@ -385,7 +385,9 @@ def _target_down(
             restarts_during_outage += 1
         res.details["first_exit_after_s"] = None if first_exit is None else round(first_exit, 1)
         res.details["restarts"] = restarts_during_outage
-        progress.wait(goal, CATCH_UP_S)
+        # A mirror started during the outage may still be giving up on the target (exit 3)
+        # after the broker is back: with abort=true its Deployment restarts it again.
+        progress.wait(goal, CATCH_UP_S, tick=mirror.ensure_running if abort else None)
         res.recovery_s.append(round(time.monotonic() - back, 2))
         res.details["recovery_from"] = "target back"
         logs = mirror.logs()
