@@ -54,7 +54,10 @@ def test_every_contender_copied_every_record(smoke: Smoke) -> None:
         assert r["verified"], f"{r['contender']}: {r.get('error')}\n{r.get('log_tail', '')}"
         assert sum(r["target_end"]) == r["records"] > 0
         assert r["rate_rps"] > 0
-        assert r["cpu_s_per_m"] > 0
+        # A smoke run copies 5,000 records in well under a second: the copy window can be
+        # shorter than one CPU clock tick, so only the whole run's CPU must be measurable.
+        assert r["cpu_s_total"] > 0
+        assert r["cpu_s_per_m"] >= 0
         assert r["peak_rss_mb"] > 0
         assert r["first_record_s"] > 0
         lat = r["latency"]
