@@ -348,7 +348,7 @@ class Stream:
                 if time.monotonic() >= self._next_refresh:
                     self._refresh_topics()
                 self._tick()
-                msgs = consumer.consume(CONSUME_BATCH, CONSUME_TIMEOUT_S)
+                msgs = self._next_batch(consumer)
                 self._check()
                 if msgs:
                     self._copy(msgs, producer)
@@ -359,6 +359,14 @@ class Stream:
             clean = True
         finally:
             self._shutdown(clean)
+
+    @staticmethod
+    def _next_batch(consumer: Consumer) -> list[Message]:
+        """What is buffered, up to a full batch; when nothing is, wait for one record only.
+        consume() returns early only once the whole batch is there, so asking for a batch
+        with a timeout would hold a trickle of records back for up to the timeout."""
+        msgs = consumer.consume(CONSUME_BATCH, 0)
+        return msgs or consumer.consume(1, CONSUME_TIMEOUT_S)
 
     def _tick(self) -> None:
         self.state.heartbeat = time.time()
