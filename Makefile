@@ -103,7 +103,7 @@ bench-validate: setup ## Validation speed: digest mode over 2 M records per side
 	$(PY) scripts/bench_validate.py --json-out bench/results/validate.json; rc=$$?; \
 	  $(PY) scripts/kafka-local down; exit $$rc
 
-bench-smoke: setup ## A few thousand records through every contender, checked by pytest
+bench-smoke: setup ## 100,000 records through every contender and ceiling, checked by pytest (part of make test)
 	$(PYTEST) -m bench $(PYTEST_ARGS)
 
 clean: ## Remove the venv and build leftovers (the cache stays)
