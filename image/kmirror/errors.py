@@ -1,9 +1,12 @@
 """One exception root for everything kmirror raises on purpose.
 
-Each class carries the process exit code the CLI uses for it, so the entrypoint, the
-mirror and the validation job agree on what a code means:
-0 ok, 1 mirror/runtime failure (or a validation mismatch), 2 bad configuration or input,
-3 a cluster could not be reached or refused us.
+Each class carries the exit code `kmirror` (run, check and the image entrypoint) returns for it:
+0 ok (also after SIGTERM or a first SIGINT: flushed and committed), 1 the mirror stopped to avoid
+losing records, 2 bad configuration, input or topic layout (argparse usage errors are 2 as well),
+3 a cluster could not be reached or refused us, 130 a second SIGINT (or Ctrl-C before the mirror
+started); a stream process killed by signal N makes the mirror exit 128+N. `kmirror-validate`
+has its own three codes (kmirror_validate/cli.py: 0 match, 1 mismatch, 2 could not run, an
+unreachable cluster included).
 """
 
 from __future__ import annotations

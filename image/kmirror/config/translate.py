@@ -16,7 +16,7 @@ from typing import Literal
 from kmirror.config import librdkafka
 from kmirror.config.javasec import translate_security
 from kmirror.config.model import CONSUMER_FORCED, PRODUCER_FORCED, ConfValue
-from kmirror.config.secret import MASK, is_secret_key, seal
+from kmirror.config.secret import seal
 from kmirror.errors import ConfigError
 
 TranslateRole = Literal["consumer", "producer", "admin", "common"]
@@ -307,8 +307,3 @@ def _hint(key: str) -> str:
         if key.startswith(prefix) and (librdkafka.is_known(rest) or rest in JAVA_ONLY):
             return f" (client properties files take plain keys: did you mean '{rest}'?)"
     return ""
-
-
-def shown(key: str, value: str) -> str:
-    """A value as it may appear in a note or error: secrets become ***."""
-    return MASK if is_secret_key(key) else value

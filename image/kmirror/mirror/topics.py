@@ -186,9 +186,6 @@ class TopicManager:
             }
         return result
 
-    def own(self, topics: Iterable[str]) -> None:
-        self._owned.update(topics)
-
 
 def _metadata(admin: AdminClient, side: str) -> Any:
     try:
