@@ -42,8 +42,8 @@ lint: venv ## ruff lint + format check
 typecheck: venv ## mypy --strict on both packages
 	$(VENV)/bin/mypy
 
-# Everything but the long fault variants (make test-faults), the live-Kubernetes suite
-# (make test-k8s) and the benchmark smoke run (make bench-smoke).
+# Everything but the long fault variants (make test-faults) and the live-Kubernetes suite
+# (make test-k8s); the short fault scenarios and the benchmark smoke run (make bench-smoke) are in.
 TEST_MARKERS ?= not slow and not k8s
 
 test: setup lint typecheck ## The suite: lint, types, unit, integration, bad input, chart, image, spark, security, short faults
@@ -71,7 +71,7 @@ test-faults-short: setup ## The short fault scenarios make test runs, on their o
 	$(PYTEST) -m faults $(PYTEST_ARGS)
 
 demo: setup ## Mirror sample topics between two embedded clusters, validate, summarise
-	$(PY) scripts/demo.py
+	$(PY) -m scripts.demo
 
 clusters-up: jars venv ## Start the local `source` (19092) and `target` (29092) clusters
 	$(PY) scripts/kafka-local up
