@@ -7,7 +7,6 @@ a short summary and stops everything (also on failure or Ctrl-C).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -17,10 +16,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from scripts import kafkalocal
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -28,15 +28,6 @@ TOPICS = {"demo.orders": 6, "demo.payments": 3, "demo.audit": 1}
 RECORDS_PER_TOPIC = 2000
 SOURCE, TARGET = "demo-source", "demo-target"
 PORTS = {SOURCE: 19492, TARGET: 29492}
-
-
-def kafkalocal() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("kafkalocal", REPO / "scripts" / "kafkalocal.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["kafkalocal"] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def step(msg: str) -> None:
@@ -84,7 +75,7 @@ def target_count(bootstrap: str) -> int:
 
 
 def main() -> int:
-    kl = kafkalocal()
+    kl = kafkalocal
     work = Path(tempfile.mkdtemp(prefix="kmirror-demo-"))
     mirror: subprocess.Popen[bytes] | None = None
     specs = [kl.ClusterSpec(name, port) for name, port in PORTS.items()]

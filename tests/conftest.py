@@ -1,44 +1,26 @@
 """Shared fixtures: the two local Kafka clusters, unique names and throw-away topics.
 
 Clusters come from ``KMIRROR_SOURCE_BOOTSTRAP`` / ``KMIRROR_TARGET_BOOTSTRAP`` when both are set
-(``scripts/with-clusters`` sets them); otherwise the first test that asks for ``clusters`` starts
-``source`` (127.0.0.1:19092) and ``target`` (127.0.0.1:29092) with scripts/kafka-local, and the
-session stops them at its end (atexit as a backstop). Tests that need no broker start nothing.
+(``scripts/kafka-local env`` prints them for the clusters it runs); otherwise the first test that
+asks for ``clusters`` starts ``source`` (127.0.0.1:19092) and ``target`` (127.0.0.1:29092) with
+scripts.kafkalocal, and the session stops them at its end (atexit as a backstop). Tests that need
+no broker start nothing.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib.util
 import os
-import sys
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from scripts import kafkalocal
 from tests.kafkatools import Clusters, create_topic, delete_topic, unique
 from tests.securecluster import secure_cluster  # noqa: F401 - session fixture
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-KAFKALOCAL_PATH = REPO_ROOT / "scripts" / "kafkalocal.py"
-
-
-def load_kafkalocal() -> ModuleType:
-    """scripts/kafkalocal.py as a module (scripts/ is not a package)."""
-    name = "kafkalocal"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, KAFKALOCAL_PATH)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {KAFKALOCAL_PATH}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
 
 
 def _local_name_for(kl: ModuleType, bootstrap: str) -> str | None:
@@ -58,7 +40,7 @@ def _running(kl: ModuleType, name: str) -> bool:
 @pytest.fixture(scope="session")
 def clusters() -> Iterator[Clusters]:
     """The source and target clusters (started on first use unless given by the environment)."""
-    kl = load_kafkalocal()
+    kl = kafkalocal
     src = os.environ.get("KMIRROR_SOURCE_BOOTSTRAP")
     tgt = os.environ.get("KMIRROR_TARGET_BOOTSTRAP")
     if src and tgt:
@@ -159,7 +141,7 @@ def kafka_local(clusters: Clusters) -> Iterator[KafkaLocal]:
             f"{clusters.source_bootstrap} / {clusters.target_bootstrap} (from "
             "KMIRROR_*_BOOTSTRAP) are not"
         )
-    control = KafkaLocal(load_kafkalocal(), clusters)
+    control = KafkaLocal(kafkalocal, clusters)
     try:
         yield control
     finally:

@@ -180,9 +180,8 @@ def warm_up(bootstrap: str) -> None:
 @pytest.fixture(scope="session")
 def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureCluster]:
     """The SASL_SSL/mTLS cluster (started on first use, stopped and wiped at session end)."""
-    from tests.conftest import load_kafkalocal
+    from scripts import kafkalocal as kl
 
-    kl = load_kafkalocal()
     port = int(os.environ.get("KMIRROR_SECURE_PORT", "39092"))
     name = os.environ.get("KMIRROR_SECURE_NAME", "kmirror-secure")
     pki = Pki.create(tmp_path_factory.mktemp("pki"))

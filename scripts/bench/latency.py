@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+
 from scripts.bench import kafkaio
 from scripts.bench.loops import consumer_conf, payload
 

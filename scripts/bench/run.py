@@ -29,6 +29,7 @@ from types import FrameType
 from typing import Any
 
 import confluent_kafka
+
 from scripts import kafkalocal
 from scripts.bench import kafkaio, latency, procs, report
 from scripts.bench.contenders import (

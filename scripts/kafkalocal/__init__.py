@@ -1,0 +1,76 @@
+"""Named single-node KRaft Kafka clusters on this machine, for tests, demos and benchmarks.
+
+One import path for everybody: ``from scripts import kafkalocal`` (tests, ``scripts/demo.py``,
+``scripts/bench``); the command line is ``scripts/kafka-local`` (``cli.main``).
+
+Each cluster is one JVM (combined broker + controller) started from the jars that
+``scripts/resolve-jars kafka`` puts in the cache. Its files live in
+``${KMIRROR_CACHE:-~/.cache/kmirror}/clusters/<name>/``::
+
+    cluster.json        name, port, controller port, --set overrides (used by start/restart/env)
+    cluster.id          16 random bytes, URL-safe base64 without padding
+    server.properties   generated, then --set overrides applied
+    log4j2.properties   console appender; stdout+stderr go to broker.log
+    broker.log          appended across stop/start, truncated by a fresh start
+    kafka.pid
+    data/               log.dirs (KRaft metadata log included)
+
+Modules: ``spec`` (names, ports, files), ``java`` (jars, java, class-data sharing), ``broker``
+(one JVM: config, format, launch, kill), ``health`` (probe, status), ``lifecycle`` (up, start,
+stop, down, restart), ``cli``.
+"""
+
+from scripts.kafkalocal.broker import pid_alive, read_pid, server_properties
+from scripts.kafkalocal.cli import main
+from scripts.kafkalocal.health import log_tail, port_open, probe, status
+from scripts.kafkalocal.java import java_bin, kafka_jar_dir
+from scripts.kafkalocal.lifecycle import down, restart, start, stop, stop_one, up
+from scripts.kafkalocal.spec import (
+    DEFAULT_CLUSTERS,
+    HOST,
+    RESOLVE_JARS,
+    START_TIMEOUT_S,
+    ClusterError,
+    ClusterSpec,
+    ClusterStatus,
+    StartResult,
+    cache_dir,
+    cluster_dir,
+    clusters_root,
+    env_lines,
+    known_clusters,
+    load_spec,
+)
+
+__all__ = [
+    "DEFAULT_CLUSTERS",
+    "HOST",
+    "RESOLVE_JARS",
+    "START_TIMEOUT_S",
+    "ClusterError",
+    "ClusterSpec",
+    "ClusterStatus",
+    "StartResult",
+    "cache_dir",
+    "cluster_dir",
+    "clusters_root",
+    "down",
+    "env_lines",
+    "java_bin",
+    "kafka_jar_dir",
+    "known_clusters",
+    "load_spec",
+    "log_tail",
+    "main",
+    "pid_alive",
+    "port_open",
+    "probe",
+    "read_pid",
+    "restart",
+    "server_properties",
+    "start",
+    "status",
+    "stop",
+    "stop_one",
+    "up",
+]
