@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -21,8 +20,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from scripts import kafkalocal
+from scripts.kmirrorproc import KMIRROR, ProcessGroup, mm1_args
 
-REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 TOPICS = {"demo.orders": 6, "demo.payments": 3, "demo.audit": 1}
 RECORDS_PER_TOPIC = 2000
@@ -74,15 +73,66 @@ def target_count(bootstrap: str) -> int:
         consumer.close()
 
 
+def mirror_until_caught_up(mirror: ProcessGroup, dst: str, total: int) -> int:
+    """Wait until the target holds every record, then stop the mirror (SIGTERM); its exit code."""
+    t0 = time.monotonic()
+    while (copied := target_count(dst)) < total:
+        if not mirror.running():
+            raise SystemExit(f"demo: the mirror exited early; see {mirror.log_path}")
+        if time.monotonic() - t0 > 120:
+            raise SystemExit("demo: the target did not catch up within 120 s")
+        print(f"\r  target has {copied}/{total} records", end="", flush=True)
+        time.sleep(0.5)
+    print(f"\r  target has {total}/{total} records after {time.monotonic() - t0:.1f}s")
+    code = mirror.stop(60)
+    print(f"  mirror stopped cleanly (exit {code}), offsets committed")
+    return code
+
+
+def validate(src: str, dst: str, report_path: Path) -> int | None:
+    """kmirror-validate's exit code, or None when it is not installed."""
+    validate = BIN / "kmirror-validate"
+    if not validate.exists():
+        print("  kmirror-validate is not installed yet: validation step missing")
+        return None
+    return subprocess.call(
+        [
+            str(validate),
+            "--source-bootstrap-servers",
+            src,
+            "--target-bootstrap-servers",
+            dst,
+            "--topics",
+            r"demo\..*",
+            "--mode",
+            "digest",
+            "--json-out",
+            str(report_path),
+        ]
+    )
+
+
+def summary(total: int, dst: str, vcode: int | None, report_path: Path, started: float) -> None:
+    print(f"  records written to source : {total}")
+    print(f"  records on target         : {target_count(dst)}")
+    if vcode is not None and report_path.exists():
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+        print(
+            f"  validation                : {'MATCH' if report.get('ok') else 'MISMATCH'}"
+            f" (exit {vcode})"
+        )
+        print(f"  report                    : {report_path} (kept if KMIRROR_DEMO_KEEP=1)")
+    print(f"  total time                : {time.monotonic() - started:.1f}s")
+
+
 def main() -> int:
-    kl = kafkalocal
     work = Path(tempfile.mkdtemp(prefix="kmirror-demo-"))
-    mirror: subprocess.Popen[bytes] | None = None
-    specs = [kl.ClusterSpec(name, port) for name, port in PORTS.items()]
+    mirror: ProcessGroup | None = None
+    specs = [kafkalocal.ClusterSpec(name, port) for name, port in PORTS.items()]
     started = time.monotonic()
     try:
         step("starting two local Kafka clusters (source, target)")
-        results = kl.up(specs, fresh=True)
+        results = kafkalocal.up(specs, fresh=True)
         src, dst = results[SOURCE].bootstrap, results[TARGET].bootstrap
         print(f"source {src}   target {dst}")
 
@@ -90,82 +140,21 @@ def main() -> int:
         total = produce_samples(src)
 
         step("running the mirror: kmirror run (MirrorMaker 1 style flags)")
-        (work / "consumer.properties").write_text(
-            f"bootstrap.servers={src}\ngroup.id=kmirror-demo\n", encoding="utf-8"
-        )
-        (work / "producer.properties").write_text(f"bootstrap.servers={dst}\n", encoding="utf-8")
-        log = open(work / "mirror.log", "wb")  # noqa: SIM115 - closed in finally
-        mirror = subprocess.Popen(
-            [
-                str(BIN / "kmirror"),
-                "run",
-                "--consumer.config",
-                str(work / "consumer.properties"),
-                "--producer.config",
-                str(work / "producer.properties"),
-                "--whitelist",
-                r"demo\..*",
-                "--offset.commit.interval.ms",
-                "1000",
-                "--metrics-port",
-                "0",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        t0 = time.monotonic()
-        while (copied := target_count(dst)) < total:
-            if mirror.poll() is not None:
-                raise SystemExit(f"demo: the mirror exited early; see {work / 'mirror.log'}")
-            if time.monotonic() - t0 > 120:
-                raise SystemExit("demo: the target did not catch up within 120 s")
-            print(f"\r  target has {copied}/{total} records", end="", flush=True)
-            time.sleep(0.5)
-        print(f"\r  target has {total}/{total} records after {time.monotonic() - t0:.1f}s")
-        mirror.send_signal(signal.SIGTERM)
-        code = mirror.wait(60)
-        log.close()
-        print(f"  mirror stopped cleanly (exit {code}), offsets committed")
+        args = mm1_args(work, src, dst, "kmirror-demo", r"demo\..*", extra=["--metrics-port", "0"])
+        mirror = ProcessGroup([*KMIRROR, *args], work / "mirror.log").start()
+        code = mirror_until_caught_up(mirror, dst, total)
 
         step("validating: kmirror-validate (PySpark) compares every record by content digest")
-        validate = BIN / "kmirror-validate"
         report_path = work / "report.json"
-        if not validate.exists():
-            print("  kmirror-validate is not installed yet: validation step missing")
-            vcode = None
-        else:
-            vcode = subprocess.call(
-                [
-                    str(validate),
-                    "--source-bootstrap-servers",
-                    src,
-                    "--target-bootstrap-servers",
-                    dst,
-                    "--topics",
-                    r"demo\..*",
-                    "--mode",
-                    "digest",
-                    "--json-out",
-                    str(report_path),
-                ]
-            )
+        vcode = validate(src, dst, report_path)
         step("summary")
-        print(f"  records written to source : {total}")
-        print(f"  records on target         : {target_count(dst)}")
-        if vcode is not None and report_path.exists():
-            report = json.loads(report_path.read_text(encoding="utf-8"))
-            print(
-                f"  validation                : {'MATCH' if report.get('ok') else 'MISMATCH'}"
-                f" (exit {vcode})"
-            )
-            print(f"  report                    : {report_path} (kept if KMIRROR_DEMO_KEEP=1)")
-        print(f"  total time                : {time.monotonic() - started:.1f}s")
+        summary(total, dst, vcode, report_path, started)
         return 0 if code == 0 and vcode in (0, None) else 1
     finally:
-        if mirror is not None and mirror.poll() is None:
+        if mirror is not None and mirror.running():
             mirror.kill()
         step("stopping the clusters")
-        for line in kl.down(list(PORTS), keep=False):
+        for line in kafkalocal.down(list(PORTS), keep=False):
             print(f"  {line}")
         if os.environ.get("KMIRROR_DEMO_KEEP") != "1":
             shutil.rmtree(work, ignore_errors=True)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kmirror.config.env import BY_NAME
-from tests.mirrorproc import KMIRROR, REPO_ROOT, MirrorProcess
+from scripts.kmirrorproc import KMIRROR, run_to_end
+from tests.mirrorproc import MirrorProcess
 
 _PREFIXES = ("KMIRROR_", "MIRROR_MAKER_", "SOURCE_CLUSTER_", "SINK_CLUSTER_")
 _KEEP = ("KMIRROR_CACHE", "KMIRROR_SPARK_JARS")
@@ -36,18 +36,7 @@ def run_kmirror(
     args: Sequence[str], env: Mapping[str, str], timeout: float = 120.0
 ) -> subprocess.CompletedProcess[str]:
     """`kmirror <args>` to completion with exactly `env`; `.elapsed` holds the seconds."""
-    started = time.monotonic()
-    result = subprocess.run(
-        [*KMIRROR, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=dict(env),
-        cwd=REPO_ROOT,
-        check=False,
-    )
-    result.elapsed = time.monotonic() - started  # type: ignore[attr-defined]
-    return result
+    return run_to_end([*KMIRROR, *args], env, timeout)
 
 
 def mirror_process(

@@ -1,22 +1,36 @@
-"""Run the real `kmirror` command as a subprocess, the way users and the image do."""
+"""Run the real `kmirror` command as a subprocess, the way users and the image do.
+
+The process handling and the MirrorMaker 1 files are shared with the benchmark
+(scripts/kmirrorproc.py); this adds what tests need on top: a free metrics port and /readyz.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import socket
 import subprocess
-import sys
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 
-from tests.kafkatools import wait_until
+from scripts.kmirrorproc import (
+    KMIRROR,
+    REPO_ROOT,
+    ProcessGroup,
+    mm1_args,
+    run_to_end,
+    write_properties,
+)
+from tests.kafkatools import Clusters, wait_until
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-KMIRROR = [sys.executable, "-m", "kmirror.cli.main"]
+__all__ = [
+    "KMIRROR",
+    "REPO_ROOT",
+    "MirrorProcess",
+    "free_port",
+    "mirror_args",
+    "run_cli",
+    "write_properties",
+]
 
 
 def free_port() -> int:
@@ -25,13 +39,34 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def write_properties(path: Path, conf: Mapping[str, object]) -> Path:
-    path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()), encoding="utf-8")
-    return path
+def mirror_args(
+    workdir: Path,
+    clusters: Clusters,
+    group: str,
+    whitelist: str,
+    consumer: Mapping[str, object] | None = None,
+    producer: Mapping[str, object] | None = None,
+    *extra: str,
+    prefix: str = "",
+    commit_interval_ms: int = 1000,
+) -> list[str]:
+    """MirrorMaker 1 `run` argv from the local source to the local target (commits every 1 s)."""
+    return mm1_args(
+        workdir,
+        clusters.source_bootstrap,
+        clusters.target_bootstrap,
+        group,
+        whitelist,
+        consumer=consumer,
+        producer=producer,
+        commit_interval_ms=commit_interval_ms,
+        extra=extra,
+        prefix=prefix,
+    )
 
 
-class MirrorProcess:
-    """`kmirror <args>` in the background with its stderr captured to a file."""
+class MirrorProcess(ProcessGroup):
+    """`kmirror <args>` in the background with its output captured to a file."""
 
     def __init__(
         self,
@@ -44,59 +79,18 @@ class MirrorProcess:
         self.args = [*args]
         if "--metrics-port" not in self.args and args and args[0] == "run":
             self.args += ["--metrics-port", str(self.metrics_port)]
-        self.log_path = log_path
-        self.env = {**os.environ, **(env or {})}
-        self.proc: subprocess.Popen[bytes] | None = None
+        super().__init__([*KMIRROR, *self.args], log_path, env)
 
     def start(self) -> MirrorProcess:
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in wait()
-        self.proc = subprocess.Popen(
-            [*KMIRROR, *self.args],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=self.env,
-            cwd=REPO_ROOT,
-            start_new_session=True,
-        )
+        super().start()
         return self
 
     def __enter__(self) -> MirrorProcess:
         return self.start()
 
-    def __exit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self.proc and self.proc.poll() is None:
+    def __exit__(self, *exc: object) -> None:
+        if self.running():
             self.kill()
-
-    @property
-    def log(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace")
-
-    def signal(self, sig: int) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-
-    def wait(self, timeout: float = 60.0) -> int:
-        assert self.proc is not None
-        code = self.proc.wait(timeout)
-        self._log.close()
-        return code
-
-    def stop(self, timeout: float = 60.0) -> int:
-        """SIGTERM and wait: the graceful path (flush, commit, exit 0)."""
-        self.signal(signal.SIGTERM)
-        return self.wait(timeout)
-
-    def kill(self) -> int:
-        """SIGKILL the whole process group (supervisor and streams): a crash."""
-        assert self.proc is not None
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        return self.wait(30)
-
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
 
     def get(self, path: str, timeout: float = 2.0) -> tuple[int, str]:
         import urllib.error
@@ -125,16 +119,5 @@ class MirrorProcess:
 def run_cli(
     args: Sequence[str], timeout: float = 120.0, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run `kmirror <args>` to completion."""
-    started = time.monotonic()
-    result = subprocess.run(
-        [*KMIRROR, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        cwd=REPO_ROOT,
-        check=False,
-    )
-    result.elapsed = time.monotonic() - started  # type: ignore[attr-defined]
-    return result
+    """Run `kmirror <args>` to completion (env merged over os.environ); `.elapsed` = seconds."""
+    return run_to_end([*KMIRROR, *args], {**os.environ, **(env or {})}, timeout)

@@ -3,13 +3,13 @@ docs/benchmarks.md; change both together."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts.kafkalocal import RESOLVE_JARS, java_bin
+from scripts.kafkalocal.java import jar_dir, java_bin
+from scripts.kmirrorproc import KMIRROR_MODULE, mm1_args, write_properties
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MM2_MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
@@ -70,7 +70,7 @@ class Contender:
     consumer: Mapping[str, str] = field(default_factory=dict)
     producer: Mapping[str, str] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
-    module: str = "kmirror.cli.main"
+    module: str = KMIRROR_MODULE
     mm2_props: Mapping[str, str] = field(default_factory=dict)
     variant: str = ""  # experiments: shown in tables
 
@@ -119,34 +119,19 @@ class Contender:
     def _kmirror(
         self, run_dir: Path, run_id: str, source: str, target: str, topics: list[str]
     ) -> Launch:
-        cprops = run_dir / "consumer.properties"
-        pprops = run_dir / "producer.properties"
-        _write_properties(
-            cprops,
-            {
-                "bootstrap.servers": source,
-                "group.id": f"bench-{run_id}",  # fresh group: starts at the beginning
-                "auto.offset.reset": "earliest",
-                **self.consumer,
-            },
-        )
-        _write_properties(pprops, {"bootstrap.servers": target, **self.producer})
-        cmd = [
-            sys.executable,
-            "-m",
-            self.module,
-            "run",
-            "--consumer.config",
-            str(cprops),
-            "--producer.config",
-            str(pprops),
-            "--whitelist",
+        args = mm1_args(
+            run_dir,
+            source,
+            target,
+            f"bench-{run_id}",  # fresh group: starts at the beginning
             "|".join(topics),
-            "--num.streams",
-            str(self.parallelism),
-            "--metrics-port",
-            "0",
-        ]
+            consumer={"auto.offset.reset": "earliest", **self.consumer},
+            producer=self.producer,
+            commit_interval_ms=None,
+            extra=["--num.streams", str(self.parallelism), "--metrics-port", "0"],
+        )
+        cmd = [sys.executable, "-m", self.module, *args]
+        cprops, pprops = run_dir / "consumer.properties", run_dir / "producer.properties"
         return Launch(cmd, {"consumer": cprops, "producer": pprops}, dict(self.env))
 
     def _mm2(
@@ -158,7 +143,7 @@ class Contender:
         props = mm2_properties(a, b, source, target, topics, self.parallelism)
         props.update(self.mm2_props)
         path = run_dir / "mm2.properties"
-        _write_properties(path, props)
+        write_properties(path, props)
         log4j = run_dir / "log4j2.properties"
         log4j.write_text(MM2_LOG4J2)
         cmd = [
@@ -212,34 +197,18 @@ def mm2_properties(
     return props
 
 
-def _write_properties(path: Path, conf: Mapping[str, str]) -> None:
-    path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()), encoding="utf-8")
-
-
-def _jar_dir(kind: str) -> Path:
-    proc = subprocess.run(
-        [str(RESOLVE_JARS), "--print-dir", kind],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"resolve-jars {kind} failed:\n{proc.stderr.strip()}")
-    return Path(proc.stdout.strip().splitlines()[-1])
-
-
 _DIRS: dict[str, Path] = {}
 
 
 def mm2_jar_dir() -> Path:
     if "mm2" not in _DIRS:
-        _DIRS["mm2"] = _jar_dir("mm2")
+        _DIRS["mm2"] = jar_dir("mm2")
     return _DIRS["mm2"]
 
 
 def kafka_jar_dir() -> Path:
     if "kafka" not in _DIRS:
-        _DIRS["kafka"] = _jar_dir("kafka")
+        _DIRS["kafka"] = jar_dir("kafka")
     return _DIRS["kafka"]
 
 

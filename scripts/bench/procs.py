@@ -1,27 +1,24 @@
-"""A contender's processes: start in their own process group, sample CPU and RSS of the whole
-tree (psutil), stop (SIGTERM, then SIGKILL to the group)."""
+"""A contender's processes: started and stopped by scripts.kmirrorproc.ProcessGroup (own process
+group, SIGTERM then SIGKILL to the group), with the CPU and RSS of the whole tree sampled
+(psutil)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO
 
 import psutil
 
+from scripts.kmirrorproc import ProcessGroup, kill_all
+
+__all__ = ["SAMPLE_INTERVAL_S", "Tree", "kill_all"]
+
 SAMPLE_INTERVAL_S = 0.2
 
-# Every process group this harness started and has not reaped: killed on any exit.
-_LIVE: dict[int, subprocess.Popen[bytes]] = {}
 
-
-class Tree:
+class Tree(ProcessGroup):
     """A started process and everything below it. CPU is user+system, summed per pid with the
     last value seen, so a child that exits between samples keeps what it used."""
 
@@ -32,22 +29,11 @@ class Tree:
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
     ) -> None:
-        self.cmd = list(cmd)
-        self.log_path = log_path
-        self._log: IO[bytes] = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        super().__init__(cmd, log_path, env, cwd)
         self.started = time.monotonic()
-        self.proc = subprocess.Popen(
-            self.cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
-            cwd=cwd,
-            start_new_session=True,
-        )
-        _LIVE[self.proc.pid] = self.proc
-        self._root = psutil.Process(self.proc.pid)
-        self._procs: dict[int, psutil.Process] = {self.proc.pid: self._root}
+        self.start()
+        self._root = psutil.Process(self.pid)
+        self._procs: dict[int, psutil.Process] = {self.pid: self._root}
         self._cpu: dict[int, float] = {}
         self.peak_rss = 0
         self._lock = threading.Lock()
@@ -94,43 +80,10 @@ class Tree:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def running(self) -> bool:
-        return self.proc.poll() is None
-
-    def stop(self, grace_s: float = 15.0) -> tuple[int | None, float]:
+    def shutdown(self, grace_s: float = 15.0) -> tuple[int | None, float]:
         """SIGTERM the root, SIGKILL the group after grace_s. Returns (exit code, seconds)."""
         t0 = time.monotonic()
         self._stop.set()
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.send_signal(signal.SIGTERM)
-        code: int | None
-        try:
-            code = self.proc.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            code = None
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)  # stragglers of a clean exit, too
-        if code is None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(10)
-        _LIVE.pop(self.proc.pid, None)
+        code = self.terminate(grace_s)
         self._thread.join(2)
-        self._log.close()
         return code, time.monotonic() - t0
-
-    def log_tail(self, lines: int = 30) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
-
-
-def kill_all() -> None:
-    """Kill every process group still running (used on abnormal exit)."""
-    for pid, proc in list(_LIVE.items()):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(5)
-        _LIVE.pop(pid, None)

@@ -204,12 +204,12 @@ class Bench:
             cwd=REPO_ROOT,
         )
         try:
-            tree.proc.wait(self.plan.drain_timeout_s)
+            tree.wait(self.plan.drain_timeout_s)
         except subprocess.TimeoutExpired:
-            tree.stop(1)
+            tree.shutdown(1)
             raise RuntimeError(f"{name}: no result in {self.plan.drain_timeout_s:.0f}s") from None
         cpu = tree.sample()
-        code, _ = tree.stop(1)
+        code, _ = tree.shutdown(1)
         lines = [ln for ln in tree.log_path.read_text().splitlines() if ln.startswith("{")]
         if not lines:
             raise RuntimeError(f"{name}: exit {code}, no result:\n{tree.log_tail()}")
@@ -254,7 +254,7 @@ class Bench:
             res["peak_rss_mb"] = tree.peak_rss / 2**20
             res["processes"] = tree.process_count
             alive = tree.running()
-            code, stop_s = tree.stop(STOP_GRACE_S)
+            code, stop_s = tree.shutdown(STOP_GRACE_S)
             res.update({"exit_code": code, "stop_s": round(stop_s, 2), "alive_at_end": alive})
             if not res["verified"]:
                 res["log_tail"] = tree.log_tail()
@@ -289,7 +289,7 @@ class Bench:
                 res["error"] = f"target has more records than the source: {ends} > {source_end}"
                 return
             if not tree.running():
-                res["error"] = f"{c.name} exited with {tree.proc.returncode} before the end"
+                res["error"] = f"{c.name} exited with {tree.returncode} before the end"
                 return
             if now > deadline:
                 res["error"] = f"timeout: {copied:,}/{total:,} after {now - t0:.0f}s"
@@ -402,12 +402,12 @@ class Bench:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         tree = procs.Tree(cmd, self.log_dir / f"{run_id}-producer-perf.log")
         try:
-            tree.proc.wait(self.plan.drain_timeout_s)
+            tree.wait(self.plan.drain_timeout_s)
         except subprocess.TimeoutExpired:
-            tree.stop(1)
+            tree.shutdown(1)
             raise RuntimeError("ProducerPerformance did not finish") from None
         cpu = tree.sample()
-        code, _ = tree.stop(1)
+        code, _ = tree.shutdown(1)
         text = tree.log_path.read_text(errors="replace")
         # The last line is the summary; earlier ones are 5-second windows.
         found = list(re.finditer(r"(\d+) records sent, ([\d.]+) records/sec", text))

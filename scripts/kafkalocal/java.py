@@ -19,20 +19,23 @@ from pathlib import Path
 from scripts.kafkalocal.spec import RESOLVE_JARS, ClusterError, cache_dir, cluster_dir
 
 
-def kafka_jar_dir() -> Path:
-    """The resolved Kafka jar directory (runs resolve-jars; milliseconds when warm)."""
-    env = os.environ.get("KMIRROR_KAFKA_JARS")
-    if env:
-        return Path(env)
+def jar_dir(kind: str) -> Path:
+    """A jar directory resolve-jars made (kafka, mm2, spark; milliseconds when warm)."""
     proc = subprocess.run(
-        [str(RESOLVE_JARS), "--print-dir", "kafka"],
+        [str(RESOLVE_JARS), "--print-dir", kind],
         capture_output=True,
         text=True,
         check=False,
     )
     if proc.returncode != 0:
-        raise ClusterError(f"resolve-jars kafka failed:\n{proc.stderr.strip()}")
+        raise ClusterError(f"resolve-jars {kind} failed:\n{proc.stderr.strip()}")
     return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def kafka_jar_dir() -> Path:
+    """The Kafka broker's jars (KMIRROR_KAFKA_JARS, else resolve-jars kafka)."""
+    env = os.environ.get("KMIRROR_KAFKA_JARS")
+    return Path(env) if env else jar_dir("kafka")
 
 
 def java_bin() -> str:

@@ -28,7 +28,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from tests.kafkatools import Clusters, Rec, consume_all, end_offsets, unique, wait_until
-from tests.mirrorproc import REPO_ROOT, MirrorProcess, write_properties
+from tests.mirrorproc import REPO_ROOT, MirrorProcess
+from tests.mirrorproc import mirror_args as local_mirror_args
 
 QUIET = logging.getLogger("faults.librdkafka")
 QUIET.addHandler(logging.NullHandler())
@@ -256,11 +257,9 @@ class Mirror:
     def stop(self, grace: float = 60.0) -> int:
         """SIGTERM; SIGKILL when it is still running after `grace` (Kubernetes' way)."""
         assert self.proc is not None
-        self.proc.signal(15)
-        try:
-            code = self.proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            code = self.proc.kill()
+        self.proc.terminate(grace)
+        code = self.proc.returncode
+        assert code is not None
         self.exits.append(code)
         return code
 
@@ -295,32 +294,19 @@ def mirror_args(
     extra: tuple[str, ...] = (),
     name: str = "mirror",
 ) -> list[str]:
-    cprops = write_properties(
-        workdir / f"{name}-consumer.properties",
-        {
-            "bootstrap.servers": clusters.source_bootstrap,
-            "group.id": group,
-            "session.timeout.ms": SESSION_TIMEOUT_MS,
-            "heartbeat.interval.ms": 1000,
-            **(consumer or {}),
-        },
-    )
-    pprops = write_properties(
-        workdir / f"{name}-producer.properties",
-        {"bootstrap.servers": clusters.target_bootstrap, **(producer or {})},
-    )
-    return [
-        "run",
-        "--consumer.config",
-        str(cprops),
-        "--producer.config",
-        str(pprops),
-        "--whitelist",
+    """The MM1 argv with a short session timeout, so a killed member is noticed quickly."""
+    fast = {"session.timeout.ms": SESSION_TIMEOUT_MS, "heartbeat.interval.ms": 1000}
+    return local_mirror_args(
+        workdir,
+        clusters,
+        group,
         topic,
-        "--offset.commit.interval.ms",
-        str(COMMIT_INTERVAL_MS),
+        {**fast, **(consumer or {})},
+        producer,
         *extra,
-    ]
+        prefix=f"{name}-",
+        commit_interval_ms=COMMIT_INTERVAL_MS,
+    )
 
 
 # --------------------------------------------------------------------------- the verdict

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_mirror import assert_same, mm1_args, sample_records, target_has
+from tests.integration.test_mirror import assert_same, sample_records, target_has
 from tests.kafkatools import Clusters, consume_all, list_topics, produce, wait_until
-from tests.mirrorproc import MirrorProcess, run_cli, write_properties
+from tests.mirrorproc import MirrorProcess, mirror_args, run_cli, write_properties
 
 pytestmark = pytest.mark.integration
 
@@ -175,7 +175,7 @@ def test_check_prints_the_mapping_and_writes_nothing(
     tmp_path: Path, clusters: Clusters, make_topic, unique_name
 ) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=3)
-    args = mm1_args(tmp_path, clusters, unique_name("g"), topic)
+    args = mirror_args(tmp_path, clusters, unique_name("g"), topic)
     args[0] = "check"
     result = run_cli([*args, "--json"])
     assert result.returncode == 0, result.stderr

@@ -20,40 +20,9 @@ from tests.kafkatools import (
     topic_partitions,
     wait_until,
 )
-from tests.mirrorproc import MirrorProcess, run_cli, write_properties
+from tests.mirrorproc import MirrorProcess, mirror_args, run_cli
 
 pytestmark = pytest.mark.integration
-
-
-def mm1_args(
-    tmp: Path,
-    clusters: Clusters,
-    group: str,
-    whitelist: str,
-    consumer: dict[str, object] | None = None,
-    producer: dict[str, object] | None = None,
-    *extra: str,
-) -> list[str]:
-    cprops = write_properties(
-        tmp / "consumer.properties",
-        {"bootstrap.servers": clusters.source_bootstrap, "group.id": group, **(consumer or {})},
-    )
-    pprops = write_properties(
-        tmp / "producer.properties",
-        {"bootstrap.servers": clusters.target_bootstrap, **(producer or {})},
-    )
-    return [
-        "run",
-        "--consumer.config",
-        str(cprops),
-        "--producer.config",
-        str(pprops),
-        "--whitelist",
-        whitelist,
-        "--offset.commit.interval.ms",
-        "1000",
-        *extra,
-    ]
 
 
 def target_has(clusters: Clusters, topic: str, count: int) -> Callable[[], bool]:
@@ -122,7 +91,7 @@ def test_byte_exact_copy(tmp_path: Path, clusters: Clusters, make_topic, unique_
     produce(clusters.source_bootstrap, topic, edge + sample_records(500, 3))
     src = consume_all(clusters.source_bootstrap, topic)
     with MirrorProcess(
-        mm1_args(tmp_path, clusters, unique_name("g"), topic), tmp_path / "mirror.log"
+        mirror_args(tmp_path, clusters, unique_name("g"), topic), tmp_path / "mirror.log"
     ) as m:
         wait_until(target_has(clusters, topic, len(src)), 60, message="target caught up")
         assert m.stop() == 0, m.log
@@ -138,7 +107,7 @@ def test_sigterm_commits_and_restart_loses_nothing(
     topic = make_topic(clusters.source_bootstrap, partitions=4)
     group = unique_name("g")
     produce(clusters.source_bootstrap, topic, sample_records(2000, 4))
-    args = mm1_args(tmp_path, clusters, group, topic)
+    args = mirror_args(tmp_path, clusters, group, topic)
     with MirrorProcess(args, tmp_path / "m1.log") as m:
         wait_until(target_has(clusters, topic, 2000), 60)
         assert m.stop() == 0, m.log
@@ -158,7 +127,7 @@ def test_kill9_then_restart_loses_nothing(
 ) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=2)
     produce(clusters.source_bootstrap, topic, sample_records(3000, 2))
-    args = mm1_args(tmp_path, clusters, unique_name("g"), topic)
+    args = mirror_args(tmp_path, clusters, unique_name("g"), topic)
     with MirrorProcess(args, tmp_path / "m1.log") as m:
         wait_until(target_has(clusters, topic, 1), 60)
         m.kill()
@@ -180,7 +149,7 @@ def test_regex_selection_and_new_topic_while_running(
     other = make_topic(clusters.source_bootstrap, f"other-{prefix}")
     for t in (keep, skip, other):
         produce(clusters.source_bootstrap, t, sample_records(10, 1))
-    args = mm1_args(
+    args = mirror_args(
         tmp_path,
         clusters,
         unique_name("g"),
@@ -222,7 +191,7 @@ def test_topic_created_with_source_configs(
     )
     produce(clusters.source_bootstrap, topic, sample_records(10, 5))
     with MirrorProcess(
-        mm1_args(tmp_path, clusters, unique_name("g"), topic), tmp_path / "m.log"
+        mirror_args(tmp_path, clusters, unique_name("g"), topic), tmp_path / "m.log"
     ) as m:
         wait_until(target_has(clusters, topic, 10), 60)
         assert m.stop() == 0, m.log
@@ -245,7 +214,7 @@ def test_partition_growth_is_propagated(
     topic = make_topic(clusters.source_bootstrap, partitions=2)
     produce(clusters.source_bootstrap, topic, sample_records(10, 2))
     with MirrorProcess(
-        mm1_args(tmp_path, clusters, unique_name("g"), topic), tmp_path / "m.log", env={}
+        mirror_args(tmp_path, clusters, unique_name("g"), topic), tmp_path / "m.log", env={}
     ) as m:
         wait_until(target_has(clusters, topic, 10), 60)
         admin = AdminClient({"bootstrap.servers": clusters.source_bootstrap})
@@ -265,7 +234,9 @@ def test_two_streams_share_the_partitions(
 ) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=6)
     produce(clusters.source_bootstrap, topic, sample_records(3000, 6))
-    args = mm1_args(tmp_path, clusters, unique_name("g"), topic, None, None, "--num.streams", "2")
+    args = mirror_args(
+        tmp_path, clusters, unique_name("g"), topic, None, None, "--num.streams", "2"
+    )
     with MirrorProcess(args, tmp_path / "m.log") as m:
         wait_until(target_has(clusters, topic, 3000), 90)
         m.wait_ready(30)
@@ -286,7 +257,7 @@ def test_metrics_and_probes(tmp_path: Path, clusters: Clusters, make_topic, uniq
     topic = make_topic(clusters.source_bootstrap, partitions=2)
     produce(clusters.source_bootstrap, topic, sample_records(200, 2))
     with MirrorProcess(
-        mm1_args(tmp_path, clusters, unique_name("g"), topic), tmp_path / "m.log"
+        mirror_args(tmp_path, clusters, unique_name("g"), topic), tmp_path / "m.log"
     ) as m:
         wait_until(target_has(clusters, topic, 200), 60)
         m.wait_ready(30)
@@ -319,7 +290,7 @@ def test_fewer_target_partitions_is_refused(
     make_topic(clusters.target_bootstrap, topic, partitions=2)
     produce(clusters.source_bootstrap, topic, sample_records(20, 4))
     group = unique_name("g")
-    result = run_cli(mm1_args(tmp_path, clusters, group, topic), timeout=60)
+    result = run_cli(mirror_args(tmp_path, clusters, group, topic), timeout=60)
     assert result.returncode == 2, result.stderr
     assert "has 2 partitions" in result.stderr and "--partitioning hash" in result.stderr
     assert all(o < 0 for o in committed(clusters, group, topic).values())
@@ -332,7 +303,7 @@ def test_hash_partitioning_into_fewer_partitions(
     topic = make_topic(clusters.source_bootstrap, partitions=4)
     make_topic(clusters.target_bootstrap, topic, partitions=2)
     produce(clusters.source_bootstrap, topic, sample_records(100, 4))
-    args = mm1_args(
+    args = mirror_args(
         tmp_path, clusters, unique_name("g"), topic, None, None, "--partitioning", "hash"
     )
     with MirrorProcess(args, tmp_path / "m.log") as m:
@@ -358,7 +329,7 @@ def test_source_trimmed_is_a_loud_error(
     topic = make_topic(clusters.source_bootstrap, partitions=1)
     group = unique_name("g")
     produce(clusters.source_bootstrap, topic, sample_records(10, 1))
-    args = mm1_args(tmp_path, clusters, group, topic)
+    args = mirror_args(tmp_path, clusters, group, topic)
     with MirrorProcess(args, tmp_path / "m1.log") as m:
         wait_until(target_has(clusters, topic, 10), 60)
         assert m.stop() == 0, m.log
@@ -377,7 +348,7 @@ def test_latest_start_position_is_honoured(
 ) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=1)
     produce(clusters.source_bootstrap, topic, sample_records(5, 1))
-    args = mm1_args(tmp_path, clusters, unique_name("g"), topic, {"auto.offset.reset": "latest"})
+    args = mirror_args(tmp_path, clusters, unique_name("g"), topic, {"auto.offset.reset": "latest"})
     with MirrorProcess(args, tmp_path / "m.log") as m:
         m.wait_ready(60)
         time.sleep(2)
@@ -393,7 +364,7 @@ def test_second_sigint_exits_at_once(
 ) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=1)
     with MirrorProcess(
-        mm1_args(tmp_path, clusters, unique_name("g"), topic), tmp_path / "m.log"
+        mirror_args(tmp_path, clusters, unique_name("g"), topic), tmp_path / "m.log"
     ) as m:
         m.wait_ready(60)
         m.signal(signal.SIGINT)
