@@ -3,7 +3,8 @@
 Each class carries the process exit code the CLI uses for it, so the entrypoint, the
 mirror and the validation job agree on what a code means:
 0 ok, 1 mirror/runtime failure (or a validation mismatch), 2 bad configuration or input,
-3 a cluster could not be reached or refused us.
+3 a cluster could not be reached or refused us, 4 the mirror stopped but could not make its
+final commit.
 """
 
 from __future__ import annotations
@@ -45,3 +46,11 @@ class SendError(MirrorError):
 
 class SourceTrimmedError(MirrorError):
     """The source deleted records the mirror had not copied yet (retention/offset reset)."""
+
+
+class CommitError(MirrorError):
+    """The mirror stopped, but its final offset commit could not be made (target or source
+    unreachable at shutdown). Nothing is lost: a restart copies the records since the last
+    commit again. Raised by a stream; the supervisor exits with this code and says so."""
+
+    exit_code = 4

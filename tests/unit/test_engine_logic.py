@@ -152,6 +152,8 @@ def test_stream_readiness() -> None:
     assert StreamState(connected=True, subscribed=0).ready  # nothing to mirror yet
     assert not StreamState(connected=True, subscribed=2, assigned=0).ready
     assert StreamState(connected=True, subscribed=2, assigned=1).ready
+    # An idle member of a working group (more streams than partitions) is ready.
+    assert StreamState(connected=True, subscribed=2, assigned=0, joined=True).ready
 
 
 def test_log4j_patterns_and_levels() -> None:
