@@ -3,10 +3,10 @@
 Each class carries the exit code `kmirror` (run, check and the image entrypoint) returns for it:
 0 ok (also after SIGTERM or a first SIGINT: flushed and committed), 1 the mirror stopped to avoid
 losing records, 2 bad configuration, input or topic layout (argparse usage errors are 2 as well),
-3 a cluster could not be reached or refused us, 130 a second SIGINT (or Ctrl-C before the mirror
-started); a stream process killed by signal N makes the mirror exit 128+N. `kmirror-validate`
-has its own three codes (kmirror_validate/cli.py: 0 match, 1 mismatch, 2 could not run, an
-unreachable cluster included).
+3 a cluster could not be reached or refused us, 4 the mirror stopped on request but could not make
+its final commit, 130 a second SIGINT (or Ctrl-C before the mirror started); a stream process
+killed by signal N makes the mirror exit 128+N. `kmirror-validate` has its own three codes
+(kmirror_validate/cli.py: 0 match, 1 mismatch, 2 could not run, an unreachable cluster included).
 """
 
 from __future__ import annotations
@@ -48,3 +48,11 @@ class SendError(MirrorError):
 
 class SourceTrimmedError(MirrorError):
     """The source deleted records the mirror had not copied yet (retention/offset reset)."""
+
+
+class CommitError(MirrorError):
+    """The mirror stopped, but its final offset commit could not be made (target or source
+    unreachable at shutdown). Nothing is lost: a restart copies the records since the last
+    commit again. Raised by a stream; the supervisor exits with this code and says so."""
+
+    exit_code = 4

@@ -233,6 +233,10 @@ CASES: list[Case] = [
          mm1(None, None, "--log-level", "LOUD")),
     Case("metrics-port-range", "flags", "`--metrics-port 70000`", 2,
          "the metrics port must be 0..65535", mm1(None, None, "--metrics-port", "70000")),
+    Case("metrics-port-in-use", "flags", "`--metrics-port` that another process listens on "
+         "(a second kmirror on the host)", 2,
+         "is already in use (another kmirror on this host?): choose another with --metrics-port",
+         mm1(None, None, "--metrics-port", "{busy_port}")),
     Case("commit-interval-negative", "flags", "`--offset.commit.interval.ms -5`", 2,
          "--offset.commit.interval.ms must be >= 1",
          mm1(None, None, "--offset.commit.interval.ms", "-5")),

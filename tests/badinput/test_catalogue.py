@@ -6,6 +6,7 @@ row's consumer group, no topic created on the target, the row's password nowhere
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -53,7 +54,12 @@ class Ctx:
             "bootstrap.servers=${SOURCE_CLUSTER_BOOTSTRAP_SERVERS}\n"
             "group.id=${SOURCE_CLUSTER_CONSUMER_GROUP}\nclient.id=${NOT_SET_ANYWHERE}\n"
         )
+        # A port something already listens on (all addresses, like the metrics endpoint).
+        self.busy = socket.socket()
+        self.busy.bind(("0.0.0.0", 0))
+        self.busy.listen()
         self.values = {
+            "busy_port": str(self.busy.getsockname()[1]),
             "topic": topic,
             "group": group,
             "source": clusters.source_bootstrap,
@@ -232,7 +238,8 @@ def test_bad_input(
     ctx = Ctx(tmp_path, clusters, topic, group, secure)
     inv = case.build(ctx)
     before = snapshot(ctx)
-    result = run_kmirror(inv.args, kmirror_env(inv.env), timeout=case.max_seconds + 60)
+    with ctx.busy:
+        result = run_kmirror(inv.args, kmirror_env(inv.env), timeout=case.max_seconds + 60)
     elapsed: float = result.elapsed  # type: ignore[attr-defined]
     out = result.stderr + result.stdout
     assert result.returncode == case.code, f"exit {result.returncode}:\n{out[-3000:]}"

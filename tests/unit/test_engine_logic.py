@@ -108,12 +108,14 @@ def test_lag_from_librdkafka_statistics() -> None:
                                 "fetch_state": "active",
                                 "hi_offset": 100,
                                 "committed_offset": 40,
+                                "app_offset": 90,
                                 "lo_offset": 0,
                             },
                             "1": {
                                 "fetch_state": "active",
                                 "hi_offset": 10,
                                 "committed_offset": -1001,
+                                "app_offset": -1001,
                                 "lo_offset": 3,
                             },
                             "-1": {"fetch_state": "none", "hi_offset": -1},
@@ -132,6 +134,11 @@ def test_lag_from_librdkafka_statistics() -> None:
     assert (
         reg.get_sample_value("kmirror_mirror_lag_records", {"topic": "t", "partition": "2"}) is None
     )
+    # Lag to the copy position: what was not handed to the target yet (no commit needed).
+    copy = "kmirror_mirror_copy_lag_records"
+    assert reg.get_sample_value(copy, {"topic": "t", "partition": "0"}) == 10
+    assert reg.get_sample_value(copy, {"topic": "t", "partition": "1"}) == 7
+    assert reg.get_sample_value(copy, {"topic": "t", "partition": "2"}) is None
 
 
 def test_streams_merge_into_one_exposition() -> None:
@@ -152,6 +159,8 @@ def test_stream_readiness() -> None:
     assert StreamState(connected=True, subscribed=0).ready  # nothing to mirror yet
     assert not StreamState(connected=True, subscribed=2, assigned=0).ready
     assert StreamState(connected=True, subscribed=2, assigned=1).ready
+    # An idle member of a working group (more streams than partitions) is ready.
+    assert StreamState(connected=True, subscribed=2, assigned=0, joined=True).ready
 
 
 def test_log4j_patterns_and_levels() -> None:

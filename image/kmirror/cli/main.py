@@ -1,4 +1,5 @@
-"""`kmirror` command line. Diagnostics go to stderr; `check --json` prints JSON on stdout."""
+"""`kmirror` command line. Diagnostics go to stderr; `check --json` and `status --json` print
+JSON on stdout."""
 
 from __future__ import annotations
 
@@ -42,6 +43,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=15.0, help="seconds to wait for each cluster (default 15)"
     )
     check.set_defaults(handler=_cmd("kmirror.cli.check", "check"))
+
+    status = sub.add_parser(
+        "status",
+        help="per partition: source end, copied, committed, target end and lag (reads only)",
+    )
+    add_config_arguments(status)
+    status.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    status.add_argument(
+        "--timeout", type=float, default=15.0, help="seconds to wait for each cluster (default 15)"
+    )
+    status.set_defaults(handler=_cmd("kmirror.cli.status", "status"))
 
     env_docs = sub.add_parser("env-docs", help="print every environment variable as markdown")
     env_docs.set_defaults(handler=_cmd("kmirror.cli.envdocs", "env_docs"))

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from kmirror.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +58,17 @@ class HealthServer:
             def log_message(self, format: str, *args: object) -> None:
                 log.debug("http %s", format % args)
 
-        self._server = ThreadingHTTPServer((self._host, self._port), Handler)
+        try:
+            self._server = ThreadingHTTPServer((self._host, self._port), Handler)
+        except OSError as exc:
+            why = {
+                errno.EADDRINUSE: "is already in use (another kmirror on this host?)",
+                errno.EACCES: "may not be opened by this user",
+            }.get(exc.errno or 0, f"cannot be opened ({exc.strerror})")
+            raise ConfigError(
+                f"metrics port {self._port} {why}: choose another with --metrics-port "
+                "(KMIRROR_METRICS_PORT; 0 turns /metrics, /healthz and /readyz off)"
+            ) from exc
         self._server.daemon_threads = True
         threading.Thread(
             target=self._server.serve_forever, name="kmirror-http", daemon=True

@@ -19,15 +19,19 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 
 
 class LibrdkafkaStats(Collector):
     """Per-partition lag read from the consumer's latest librdkafka statistics at scrape time:
-    librdkafka already tracks high watermarks and committed offsets, so we don't."""
+    librdkafka already tracks high watermarks, positions and committed offsets, so we don't.
+
+    Two lags: to the committed offset (what a restart would copy again; it never drops below
+    one commit interval's worth of records) and to the copy position (what the mirror has not
+    yet handed to the target: the mirror's real distance behind the source)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._lag: dict[tuple[str, int], int] = {}
+        self._lag: dict[tuple[str, int], tuple[int, int]] = {}
 
     def update(self, stats_json: str) -> None:
         stats: dict[str, Any] = json.loads(stats_json)
-        lag: dict[tuple[str, int], int] = {}
+        lag: dict[tuple[str, int], tuple[int, int]] = {}
         for topic, tstats in stats.get("topics", {}).items():
             for pid, p in tstats.get("partitions", {}).items():
                 partition = int(pid)
@@ -39,20 +43,30 @@ class LibrdkafkaStats(Collector):
                     continue
                 lo = int(p.get("lo_offset", 0))
                 base = committed if committed >= 0 else max(lo, 0)
-                lag[(topic, partition)] = max(hi - base, 0)
+                # app_offset: after the last record handed to the mirror (-1001 before any).
+                position = max(int(p.get("app_offset", -1)), base)
+                lag[(topic, partition)] = (max(hi - base, 0), max(hi - position, 0))
         with self._lock:
             self._lag = lag
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        family = GaugeMetricFamily(
+        committed = GaugeMetricFamily(
             "kmirror_mirror_lag_records",
             "Source end offset minus the mirror's committed offset, per partition",
             labels=["topic", "partition"],
         )
+        copy = GaugeMetricFamily(
+            "kmirror_mirror_copy_lag_records",
+            "Source end offset minus the mirror's copy position (records not yet handed to the "
+            "target), per partition",
+            labels=["topic", "partition"],
+        )
         with self._lock:
-            for (topic, partition), value in sorted(self._lag.items()):
-                family.add_metric([topic, str(partition)], value)
-        yield family
+            for (topic, partition), (to_commit, to_copy) in sorted(self._lag.items()):
+                committed.add_metric([topic, str(partition)], to_commit)
+                copy.add_metric([topic, str(partition)], to_copy)
+        yield committed
+        yield copy
 
 
 class WorkerMetrics:

@@ -67,10 +67,14 @@ class StreamState:
     connected: bool = False
     subscribed: int = 0
     assigned: int = 0
+    # The group gave this stream an assignment (possibly empty): it is a member (/readyz).
+    joined: bool = False
 
     @property
     def ready(self) -> bool:
-        return self.connected and (self.assigned > 0 or self.subscribed == 0)
+        # A stream the group gave nothing (streams x replicas > partitions) is an idle member
+        # of a working group: ready. Not ready is waiting for the first assignment.
+        return self.connected and (self.assigned > 0 or self.subscribed == 0 or self.joined)
 
 
 class Stream:
@@ -177,6 +181,7 @@ class Stream:
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._metrics.rebalances.labels("assign").inc()
+        self.state.joined = True
         try:
             counts: dict[str, int] = {}
             for tp in partitions:

@@ -3,7 +3,8 @@
 Streams are processes, not threads: a stream is CPU bound in Python and threads would share one
 core under the GIL. Kafka's group protocol spreads partitions over streams and over replicas.
 The supervisor is also a proper PID 1: it forwards SIGTERM, reaps every child and exits with
-the streams' code (the first non-zero one).
+the streams' code (the first non-zero one). Streams die with it (lifeline.py), also when it is
+killed with SIGKILL outside a container.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from types import FrameType
 from typing import Any
@@ -26,11 +28,12 @@ from prometheus_client import CollectorRegistry, Gauge
 from kmirror import __version__
 from kmirror.config.model import MirrorConfig
 from kmirror.config.secret import Secret
-from kmirror.errors import KmirrorError
+from kmirror.errors import CommitError, KmirrorError
 from kmirror.logsetup import configure
 from kmirror.metrics.aggregate import StreamsCollector, snapshot
 from kmirror.metrics.http import HealthServer
 from kmirror.metrics.worker import WorkerMetrics
+from kmirror.mirror.lifeline import ParentWatch, ThrottledLog, set_parent_death_signal
 from kmirror.mirror.stream import Stream, StreamState
 
 log = logging.getLogger(__name__)
@@ -61,7 +64,7 @@ def configure_logging(config: MirrorConfig) -> None:
 # -- the stream process ----------------------------------------------------------------------
 
 
-def stream_main(config: MirrorConfig, stream_id: int, outbox: Any) -> None:
+def stream_main(config: MirrorConfig, stream_id: int, outbox: Any, parent: int) -> None:
     configure_logging(config)
     stop = threading.Event()
 
@@ -70,16 +73,23 @@ def stream_main(config: MirrorConfig, stream_id: int, outbox: Any) -> None:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    # SIGTERM when the supervisor dies (even by SIGKILL): the normal flush-and-commit stop.
+    set_parent_death_signal(signal.SIGTERM)
+    watch = ParentWatch(parent, stop.set, SHUTDOWN_GRACE_S).start()
     metrics = WorkerMetrics()
+    failures = ThrottledLog(log, f"stream {stream_id}: sending metrics and heartbeat")
     last = 0.0
 
     def publish(state: StreamState, force: bool = False) -> None:
         nonlocal last
         now = time.monotonic()
-        if force or now - last >= PUBLISH_INTERVAL_S:
-            last = now
-            with contextlib.suppress(Exception):  # a full pipe must never stop the copy
-                outbox.put_nowait((stream_id, asdict(state), snapshot(metrics.registry)))
+        if watch.orphaned.is_set() or not (force or now - last >= PUBLISH_INTERVAL_S):
+            return
+        last = now
+        try:
+            outbox.put_nowait((stream_id, asdict(state), snapshot(metrics.registry)))
+        except Exception as exc:  # a full pipe must never stop the copy, but is reported
+            failures.failed(exc)
 
     stream = Stream(config, metrics, stop, stream_id, on_tick=publish)
     code = 0
@@ -93,6 +103,9 @@ def stream_main(config: MirrorConfig, stream_id: int, outbox: Any) -> None:
         log.exception("stream %d crashed", stream_id)
         code = 1
     publish(stream.state, force=True)
+    if not watch.parent_alive():
+        # Nobody reads the queue any more: flushing it into a full pipe would block forever.
+        outbox.cancel_join_thread()
     outbox.close()
     outbox.join_thread()
     sys.exit(code)
@@ -101,9 +114,18 @@ def stream_main(config: MirrorConfig, stream_id: int, outbox: Any) -> None:
 # -- the supervisor --------------------------------------------------------------------------
 
 
+StreamMain = Callable[[MirrorConfig, int, Any, int], None]
+
+
 class Supervisor:
-    def __init__(self, config: MirrorConfig, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self,
+        config: MirrorConfig,
+        registry: CollectorRegistry | None = None,
+        target: StreamMain = stream_main,
+    ) -> None:
         self._config = config
+        self._target = target
         self._registry = registry or CollectorRegistry()
         self._streams = StreamsCollector()
         self._registry.register(self._streams)
@@ -121,10 +143,20 @@ class Supervisor:
         self._stop_sent = False
         self._deadline: float | None = None
         self._server: HealthServer | None = None
+        self._unhealthy = ""  # the last liveness failure logged, so it is logged once
+        self._snapshot_failures = ThrottledLog(log, "reading a stream's metrics and heartbeat")
 
     # -- probes --------------------------------------------------------------------------------
 
     def healthy(self) -> tuple[bool, str]:
+        ok, why = self._liveness()
+        if not ok and why.split(" for ")[0] != self._unhealthy.split(" for ")[0]:
+            # The probe's answer goes to the kubelet only: say it where an operator looks.
+            log.error("liveness failing: %s", why)
+        self._unhealthy = "" if ok else why
+        return ok, why
+
+    def _liveness(self) -> tuple[bool, str]:
         now = time.time()
         for sid in range(self._config.num_streams):
             if sid in self._codes:
@@ -141,8 +173,8 @@ class Supervisor:
             st = self._states.get(sid)
             if st is None or not st["connected"]:
                 return False, f"stream {sid} not connected yet"
-            if not (st["assigned"] > 0 or st["subscribed"] == 0):
-                return False, f"stream {sid} waiting for partitions"
+            if not StreamState(**st).ready:
+                return False, f"stream {sid} waiting for its first assignment"
         return True, "ready"
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -168,8 +200,8 @@ class Supervisor:
         inbox = ctx.Queue()
         for sid in range(self._config.num_streams):
             proc = ctx.Process(
-                target=stream_main,
-                args=(self._config, sid, inbox),
+                target=self._target,
+                args=(self._config, sid, inbox, os.getpid()),
                 name=f"kmirror-stream-{sid}",
                 daemon=False,
             )
@@ -196,7 +228,11 @@ class Supervisor:
         while True:
             try:
                 sid, state, families = inbox.get(timeout=max(deadline - time.monotonic(), 0))
-            except (queue.Empty, EOFError, OSError):
+            except queue.Empty:
+                return
+            except Exception as exc:
+                # A lost snapshot makes /metrics stale and, if it lasts, /healthz fail: say why.
+                self._snapshot_failures.failed(exc)
                 return
             self._states[sid] = state
             self._streams.update(sid, families)
@@ -222,8 +258,16 @@ class Supervisor:
             if code == 0 and not self._stop_requested:
                 code = 1  # a stream has no business ending on its own
             self._codes[sid] = code
-            if code != 0:
+            if code == CommitError.exit_code:
+                log.error(
+                    "stream %d stopped without its final commit (exit %d): a restart copies the "
+                    "records since its last commit again (duplicates, no loss)",
+                    sid,
+                    code,
+                )
+            elif code != 0:
                 log.error("stream %d exited code=%d; stopping the others", sid, code)
+            if code != 0:
                 self._stop_requested = max(self._stop_requested, 1)
 
     def _maybe_stop(self) -> None:
