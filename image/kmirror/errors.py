@@ -45,3 +45,10 @@ class SendError(MirrorError):
 
 class SourceTrimmedError(MirrorError):
     """The source deleted records the mirror had not copied yet (retention/offset reset)."""
+
+
+class GroupError(KmirrorError):
+    """A consumer-group operation (offsets, failover) cannot be done safely: unknown group,
+    group active on the target, checkpoints or progress missing. Nothing was written."""
+
+    exit_code = 2
