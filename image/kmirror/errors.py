@@ -56,3 +56,10 @@ class CommitError(MirrorError):
     commit again. Raised by a stream; the supervisor exits with this code and says so."""
 
     exit_code = 4
+
+
+class GroupError(KmirrorError):
+    """A consumer-group operation (offsets, failover) cannot be done safely: unknown group,
+    group active on the target, checkpoints or progress missing. Nothing was written."""
+
+    exit_code = 2

@@ -55,6 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status.set_defaults(handler=_cmd("kmirror.cli.status", "status"))
 
+    from kmirror.cli import dr
+
+    dr.register(sub)
+
     env_docs = sub.add_parser("env-docs", help="print every environment variable as markdown")
     env_docs.set_defaults(handler=_cmd("kmirror.cli.envdocs", "env_docs"))
 

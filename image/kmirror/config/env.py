@@ -101,6 +101,35 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "identity",
     ),
     EnvVar("KMIRROR_SOURCE_ALIAS", "Alias used by the prefix rename policy", "source"),
+    EnvVar(
+        "KMIRROR_TARGET_ALIAS",
+        "Alias of the target cluster: the prefix policy never mirrors `<alias>.*` topics back "
+        "into it; heartbeat keys",
+        "target",
+    ),
+    # Disaster recovery (docs/disaster-recovery.md): MM2's settings, off by default here.
+    EnvVar("KMIRROR_EMIT_CHECKPOINTS", "MM2's `emit.checkpoints.enabled`", "false"),
+    EnvVar(
+        "KMIRROR_EMIT_CHECKPOINTS_INTERVAL_SECONDS",
+        "MM2's `emit.checkpoints.interval.seconds`",
+        "60",
+    ),
+    EnvVar("KMIRROR_EMIT_HEARTBEATS", "MM2's `emit.heartbeats.enabled`", "false"),
+    EnvVar(
+        "KMIRROR_EMIT_HEARTBEATS_INTERVAL_SECONDS", "MM2's `emit.heartbeats.interval.seconds`", "1"
+    ),
+    EnvVar("KMIRROR_SYNC_GROUP_OFFSETS", "MM2's `sync.group.offsets.enabled`", "false"),
+    EnvVar(
+        "KMIRROR_SYNC_GROUP_OFFSETS_INTERVAL_SECONDS",
+        "MM2's `sync.group.offsets.interval.seconds`",
+        "60",
+    ),
+    EnvVar("KMIRROR_GROUPS", "MM2's `groups`: consumer groups whose offsets follow the data", ".*"),
+    EnvVar(
+        "KMIRROR_GROUPS_EXCLUDE",
+        "MM2's `groups.exclude`",
+        "console-consumer-.*, connect-.*, __.*",
+    ),
     EnvVar("KMIRROR_PARTITIONING", "same (source partition number) or hash (re-partition)", "same"),
     EnvVar(
         "KMIRROR_REPLICATION_FACTOR",

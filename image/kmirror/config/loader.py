@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from kmirror.config import dr
 from kmirror.config import env as envvars
 from kmirror.config.describe import describe
 from kmirror.config.kudo import load_kudo
@@ -68,6 +69,11 @@ _COMMON = (
     ("--rename-policy", "rename_policy", "identity (same topic names) or prefix (<alias>.topic)"),
     ("--source-alias", "source_alias", "alias used by the prefix rename policy"),
     (
+        "--target-alias",
+        "target_alias",
+        "alias of the target cluster (prefix policy: `<alias>.*` topics never go back)",
+    ),
+    (
         "--replication-factor",
         "replication_factor",
         "replication factor of created topics (-1 = broker default)",
@@ -92,7 +98,10 @@ _METAVARS = {
     "rename_policy": "identity|prefix", "source_alias": "ALIAS", "replication_factor": "N",
     "group_id": "GROUP", "metrics_port": "PORT", "log_level": "LEVEL",
     "log_format": "text|json", "refresh_topics_interval_s": "SECONDS", "clusters": "ALIAS,...",
-    "flow": "A->B",
+    "flow": "A->B", "target_alias": "ALIAS", "groups": "REGEX", "groups_exclude": "REGEX",
+    "checkpoints_interval_s": "SECONDS", "heartbeats_interval_s": "SECONDS",
+    "sync_group_offsets_interval_s": "SECONDS", "emit_checkpoints": "BOOL",
+    "emit_heartbeats": "BOOL", "sync_group_offsets": "BOOL",
 }  # fmt: skip
 _KUDO_ENV = (
     "MIRROR_MAKER_THIS_BOOTSTRAP_SERVERS",
@@ -127,7 +136,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--new.consumer", dest="new_consumer", action="store_true", help="MM1: accepted and ignored"
     )
-    for flag, dest, text in (*_MM1, *_SHARED, *_MM2, *_KUDO, *_COMMON):
+    for flag, dest, text in (*_MM1, *_SHARED, *_MM2, *_KUDO, *_COMMON, *dr.FLAGS):
         aliases = [flag, "--mm2-config"] if flag == "--mm2.config" else [flag]
         group.add_argument(*aliases, dest=dest, metavar=_METAVARS.get(dest, "VALUE"), help=text)
     group.add_argument(
@@ -262,7 +271,8 @@ def _common(
         changes["partitioning"] = _choice(partitioning, ("same", "hash"), "--partitioning")
     kind = pick("rename_policy", "KMIRROR_RENAME_POLICY")
     alias = pick("source_alias", "KMIRROR_SOURCE_ALIAS")
-    if kind is not None or alias is not None:
+    target_alias = pick("target_alias", "KMIRROR_TARGET_ALIAS")
+    if kind is not None or alias is not None or target_alias is not None:
         changes["rename"] = RenamePolicy(
             kind="prefix"
             if _choice(kind or config.rename.kind, ("identity", "prefix"), "--rename-policy")
@@ -270,7 +280,9 @@ def _common(
             else "identity",
             source_alias=alias or config.rename.source_alias,
             separator=config.rename.separator,
+            target_alias=target_alias or config.rename.target_alias,
         )
+    changes["dr"] = dr.dr_from_flags(a, env, config.dr)
     rf = pick("replication_factor", "KMIRROR_REPLICATION_FACTOR")
     if rf is not None:
         changes["replication_factor"] = parse_int(rf, "--replication-factor", minimum=-1)

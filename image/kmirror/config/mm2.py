@@ -9,7 +9,8 @@ kmirror runs exactly one replication flow `A->B` of the file. What it takes from
   `topics.exclude` (old: `topics.blacklist`), `replication.policy.class` / `.separator`,
   `tasks.max` (-> streams), `sync.topic.configs.enabled`, `refresh.topics.interval.seconds`,
   `replication.factor`, `config.properties.exclude` (old: `.blacklist`),
-  `offset.flush.interval.ms` (-> offset commit interval).
+  `offset.flush.interval.ms` (-> offset commit interval), and disaster recovery (config/dr.py):
+  `emit.checkpoints.*`, `emit.heartbeats.*`, `sync.group.offsets.*`, `groups`, `groups.exclude`.
 
 Deliberate differences from MM2: `refresh.topics.interval.seconds` defaults to 5 s, not 600 s,
 because a new topic must be mirrored within 10 s; an absent `replication.factor` means the
@@ -18,8 +19,8 @@ offsets to the group `<A>.consumer.group.id` / `consumer.group.id` / `A->B.consu
 (most specific wins), default `kmirror-<A>-<B>`. A plain `group.id` in mm2.properties is
 Kafka Connect's worker group and is not used.
 
-Everything else MM2 knows (heartbeats, checkpoints, offset syncs, group sync, Connect worker
-settings, ...) is named in one note; nothing is ignored silently.
+Everything else MM2 knows (offset syncs, Connect worker settings, ...) is named in one note;
+nothing is ignored silently.
 
 Placeholders: `${env:NAME}`, `${file:path:key}` and `${directory:path:file}` are resolved
 like Kafka's config providers; a bare `${NAME}` (a shell template) is taken from the
@@ -32,6 +33,7 @@ import os
 import re
 from collections.abc import Mapping
 
+from kmirror.config.dr import DR_SETTINGS, dr_from_mm2
 from kmirror.config.model import (
     DEFAULT_CONFIG_EXCLUDES,
     ClusterConfig,
@@ -61,6 +63,7 @@ _FLOW_SETTINGS = frozenset(
         "config.properties.exclude",
         "config.properties.blacklist",
         "offset.flush.interval.ms",
+        *DR_SETTINGS,
     }
 )
 # MM2 / Kafka Connect settings kmirror knows about and does not implement.
@@ -141,6 +144,7 @@ def load_mm2(
         kind="prefix" if _POLICIES[policy_class] == "prefix" else "identity",
         source_alias=src,
         separator=setting("replication.policy.separator", ".") or ".",
+        target_alias=dst,
     )
     exclude = setting("topics.exclude") or setting("topics.blacklist") or ""
     config_excl = setting("config.properties.exclude") or setting("config.properties.blacklist")
@@ -178,6 +182,7 @@ def load_mm2(
             "refresh.topics.interval.seconds",
         ),
         dialect="mm2",
+        dr=dr_from_mm2(setting),
         notes=tuple(notes),
     )
 

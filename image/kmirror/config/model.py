@@ -5,6 +5,7 @@ the entrypoint and the validation job only ever see this model.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -128,6 +129,9 @@ class ClusterConfig:
         return str(self.common.get("security.protocol", "plaintext")).upper()
 
 
+HEARTBEATS_TOPIC = "heartbeats"
+
+
 @dataclass(frozen=True)
 class TopicSelection:
     """Which source topics to mirror: full-match include and exclude regex lists (Java syntax
@@ -136,6 +140,14 @@ class TopicSelection:
     include: tuple[str, ...] = (".*",)
     exclude: tuple[str, ...] = ()
     default_excludes: tuple[str, ...] = DEFAULT_TOPIC_EXCLUDES
+    # Mirrored whatever `include` says (MM2 always mirrors heartbeats topics); excludes still win.
+    always: tuple[str, ...] = ()
+    # Prefix policy: a topic whose name says it came from this cluster (`B.orders`, `C.B.orders`
+    # when mirroring into B) is never mirrored back into it (MM2's cycle rule).
+    loop_alias: str | None = None
+    loop_separator: str = "."
+    # Identity policy: only heartbeats topics carry their origin in the name (MM2 likewise).
+    loop_heartbeats_only: bool = False
 
     def __post_init__(self) -> None:
         if not self.include:
@@ -144,13 +156,24 @@ class TopicSelection:
         compiled_exc = tuple(
             _compile(p, "blacklist/exclude") for p in self.exclude + self.default_excludes
         )
-        object.__setattr__(self, "_inc", compiled_inc)
+        object.__setattr__(self, "_inc", compiled_inc + tuple(re.compile(p) for p in self.always))
         object.__setattr__(self, "_exc", compiled_exc)
 
     def matches(self, topic: str) -> bool:
         inc: tuple[re.Pattern[str], ...] = self._inc  # type: ignore[attr-defined]
         exc: tuple[re.Pattern[str], ...] = self._exc  # type: ignore[attr-defined]
+        if self.is_loop(topic):
+            return False
         return any(p.fullmatch(topic) for p in inc) and not any(p.fullmatch(topic) for p in exc)
+
+    def is_loop(self, topic: str) -> bool:
+        """True when the topic's name says it originated on the cluster we mirror into."""
+        if self.loop_alias is None:
+            return False
+        parts = topic.split(self.loop_separator)
+        if self.loop_heartbeats_only and parts[-1] != HEARTBEATS_TOPIC:
+            return False
+        return self.loop_alias in parts[:-1]
 
     def select(self, topics: list[str] | set[str]) -> list[str]:
         return sorted(t for t in topics if self.matches(t))
@@ -175,16 +198,79 @@ def _compile(pattern: str, what: str) -> re.Pattern[str]:
 @dataclass(frozen=True)
 class RenamePolicy:
     """Target topic naming: MM1/KUDO keep names (identity); MM2's DefaultReplicationPolicy
-    prefixes `<source alias><separator>`."""
+    prefixes `<source alias><separator>`. With `heartbeats` (MM2's rules) heartbeats topics are
+    prefixed under the identity policy too, as MM2's IdentityReplicationPolicy does, so they
+    never loop and show which cluster they crossed from."""
 
     kind: Literal["identity", "prefix"] = "identity"
     source_alias: str = "source"
     separator: str = "."
+    target_alias: str = "target"
+    heartbeats: bool = False
 
     def target_topic(self, source_topic: str) -> str:
-        if self.kind == "identity":
+        if self.kind == "identity" and not (
+            self.heartbeats and source_topic.endswith(HEARTBEATS_TOPIC)
+        ):
             return source_topic
         return f"{self.source_alias}{self.separator}{source_topic}"
+
+    def is_heartbeats(self, topic: str) -> bool:
+        return topic.rsplit(self.separator, maxsplit=1)[-1] == HEARTBEATS_TOPIC
+
+    @property
+    def checkpoints_topic(self) -> str:
+        """MM2's `<source alias>.checkpoints.internal` on the target."""
+        return f"{self.source_alias}.checkpoints.internal"
+
+    @property
+    def remote_heartbeats_topic(self) -> str:
+        """Where the source's heartbeats land on the target."""
+        return f"{self.source_alias}{self.separator}{HEARTBEATS_TOPIC}"
+
+
+# MM2's `groups.exclude` default: tools' throw-away groups and Kafka's own.
+DEFAULT_GROUP_EXCLUDES: tuple[str, ...] = ("console-consumer-.*", "connect-.*", "__.*")
+
+
+@dataclass(frozen=True)
+class DrConfig:
+    """Disaster recovery: MM2's checkpoints, heartbeats and group offset sync (docs/
+    disaster-recovery.md). MM2's defaults in the mm2 dialect; off in MM1/KUDO unless asked
+    for, so their default stays a plain byte-exact mirror."""
+
+    emit_checkpoints: bool = False
+    checkpoints_interval_s: float = 60.0
+    emit_heartbeats: bool = False
+    heartbeats_interval_s: float = 1.0
+    sync_group_offsets: bool = False
+    sync_group_offsets_interval_s: float = 60.0
+    groups: tuple[str, ...] = (".*",)
+    groups_exclude: tuple[str, ...] = DEFAULT_GROUP_EXCLUDES
+    # Opt-in header naming the cluster a record was first written to (identity policy loops).
+    provenance_header: bool = False
+
+    def __post_init__(self) -> None:
+        for value, name in (
+            (self.checkpoints_interval_s, "emit.checkpoints.interval.seconds"),
+            (self.heartbeats_interval_s, "emit.heartbeats.interval.seconds"),
+            (self.sync_group_offsets_interval_s, "sync.group.offsets.interval.seconds"),
+        ):
+            if value <= 0:
+                raise ConfigError(f"{name} must be > 0, not {value}")
+        inc = tuple(_compile(p, "groups") for p in self.groups)
+        exc = tuple(_compile(p, "groups.exclude") for p in self.groups_exclude)
+        object.__setattr__(self, "_inc", inc)
+        object.__setattr__(self, "_exc", exc)
+
+    @property
+    def enabled(self) -> bool:
+        return self.emit_checkpoints or self.emit_heartbeats or self.sync_group_offsets
+
+    def group_matches(self, group: str) -> bool:
+        inc: tuple[re.Pattern[str], ...] = self._inc  # type: ignore[attr-defined]
+        exc: tuple[re.Pattern[str], ...] = self._exc  # type: ignore[attr-defined]
+        return any(p.fullmatch(group) for p in inc) and not any(p.fullmatch(group) for p in exc)
 
 
 @dataclass(frozen=True)
@@ -213,6 +299,7 @@ class MirrorConfig:
     log_json: bool = False
     log_pattern: str | None = None
     dialect: str = "mm1"
+    dr: DrConfig = field(default_factory=DrConfig)
     # Startup warnings collected while parsing (unknown keys, overridden settings, ...).
     notes: tuple[str, ...] = ()
 
@@ -235,6 +322,24 @@ class MirrorConfig:
             raise ConfigError(f"--partitioning must be 'same' or 'hash', not {self.partitioning!r}")
         for p in self.config_excludes:
             _compile(p, "config.properties.exclude")
+        # MM2's topic rules follow the rename policy: no topic goes back where it came from,
+        # heartbeats always cross (prefixed) when MM2's heartbeat rules apply.
+        mm2_heartbeats = self.dialect == "mm2" or self.dr.emit_heartbeats
+        rename = self.rename
+        if rename.heartbeats != mm2_heartbeats:
+            rename = dataclasses.replace(rename, heartbeats=mm2_heartbeats)
+            object.__setattr__(self, "rename", rename)
+        topics = dataclasses.replace(
+            self.topics,
+            always=(rf"(.*{re.escape(rename.separator)})?{HEARTBEATS_TOPIC}",)
+            if mm2_heartbeats
+            else (),
+            loop_alias=rename.target_alias if rename.kind == "prefix" or mm2_heartbeats else None,
+            loop_separator=rename.separator,
+            loop_heartbeats_only=rename.kind == "identity",
+        )
+        if topics != self.topics:
+            object.__setattr__(self, "topics", topics)
 
     # The only places secrets leave their wrapper: right where clients are created.
     def consumer_conf(self) -> dict[str, str]:

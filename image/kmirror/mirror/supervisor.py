@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from kmirror import __version__
 from kmirror.config.model import MirrorConfig
 from kmirror.config.secret import Secret
+from kmirror.dr.service import DrService
 from kmirror.errors import CommitError, KmirrorError
 from kmirror.logsetup import configure
 from kmirror.metrics.aggregate import StreamsCollector, snapshot
@@ -196,6 +197,7 @@ class Supervisor:
                 self._config.metrics_port, self._registry, self.healthy, self.ready
             )
             self._server.start()
+        dr = DrService(self._config, self._registry) if self._config.dr.enabled else None
         ctx = mp.get_context("spawn")
         inbox = ctx.Queue()
         for sid in range(self._config.num_streams):
@@ -209,12 +211,17 @@ class Supervisor:
             assert proc.pid is not None
             self._pids[proc.pid] = sid
         log.info("started streams=%d group=%s", self._config.num_streams, self._config.group_id)
+        if dr is not None:
+            dr.start()  # checkpoints, group sync, heartbeats (kmirror/dr/service.py)
         try:
             while len(self._codes) < self._config.num_streams:
                 self._drain(inbox)
                 self._reap()
                 self._maybe_stop()
         finally:
+            if dr is not None:
+                dr.stop.set()
+                dr.join(SHUTDOWN_GRACE_S)
             self._drain(inbox)
             if self._server:
                 self._server.stop()

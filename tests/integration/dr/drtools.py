@@ -1,0 +1,156 @@
+"""Helpers for the disaster-recovery tests: an A->B mm2.properties, consumer groups that really
+consume and commit, hand-written progress records, and Java's RemoteClusterUtils."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from kmirror.mirror.progress import PartitionBook, encode_record
+from tests.kafkatools import LOG, Clusters, create_topic, list_topics
+from tests.mirrorproc import REPO_ROOT
+
+Key = tuple[str, int]
+
+
+def mm2_config(tmp: Path, clusters: Clusters, group: str, topics: str, **extra: str) -> list[str]:
+    """`--mm2-config FILE` for the flow A->B (source -> target), checkpoints every second."""
+    props = {
+        "clusters": "A, B",
+        "A.bootstrap.servers": clusters.source_bootstrap,
+        "B.bootstrap.servers": clusters.target_bootstrap,
+        "A->B.enabled": "true",
+        "A->B.topics": topics,
+        "A->B.consumer.group.id": group,
+        "offset.flush.interval.ms": "500",
+        "emit.checkpoints.interval.seconds": "1",
+        "sync.group.offsets.interval.seconds": "1",
+        "replication.factor": "1",
+        **{k.replace("_", "."): v for k, v in extra.items()},
+    }
+    path = tmp / f"mm2-{group}.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()), encoding="utf-8")
+    return ["--mm2-config", str(path)]
+
+
+def member(bootstrap: str, group: str, eof: bool = False) -> Consumer:
+    """A consumer that joins `group` like an application does (read_committed)."""
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": eof,
+            "logger": LOG,
+        }
+    )
+
+
+def consume_and_commit(bootstrap: str, topic: str, group: str, count: int) -> list[bytes]:
+    """A real group member: subscribe, read `count` records (read_committed), commit, leave.
+    Returns the values it read."""
+    c = member(bootstrap, group)
+    seen: list[bytes] = []
+    try:
+        c.subscribe([topic])
+        while len(seen) < count:
+            msg = c.poll(30)
+            assert msg is not None, f"group {group} read {len(seen)} of {count} from {topic}"
+            if msg.error() is None:
+                seen.append(msg.value() or b"")
+        c.commit(asynchronous=False)
+    finally:
+        c.close()
+    return seen
+
+
+def consume_rest(bootstrap: str, topic: str, group: str) -> list[bytes]:
+    """The same group on another cluster: everything from its committed offsets to the end."""
+    c = member(bootstrap, group, eof=True)
+    seen: list[bytes] = []
+    try:
+        c.subscribe([topic])
+        done: set[int] = set()
+        assigned: set[int] = set()
+        while not assigned or done < assigned:
+            msg = c.poll(30)
+            assert msg is not None, f"group {group} stalled on {topic} after {len(seen)}"
+            assigned = {tp.partition for tp in c.assignment()}
+            err = msg.error()
+            if err is None:
+                seen.append(msg.value() or b"")
+            elif err.code() == err._PARTITION_EOF:
+                done.add(int(msg.partition() or 0))
+    finally:
+        c.close()
+    return seen
+
+
+def write_progress(bootstrap: str, group_id: str, books: Mapping[Key, PartitionBook]) -> None:
+    """Progress records as the mirror persists them (kmirror/mirror/progress.py)."""
+    topic = f"kmirror-progress.{group_id}.internal"
+    if topic not in list_topics(bootstrap):
+        create_topic(bootstrap, topic, 1, {"cleanup.policy": "compact"})
+    p = Producer({"bootstrap.servers": bootstrap, "logger": LOG})
+    for (t, part), book in books.items():
+        key, value = encode_record(t, part, book)
+        p.produce(topic, value, key)
+    assert p.flush(30) == 0
+
+
+def commit_group(bootstrap: str, group: str, offsets: Mapping[Key, int]) -> None:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "logger": LOG})
+    try:
+        c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
+                 asynchronous=False)  # fmt: skip
+    finally:
+        c.close()
+
+
+JAVA = """
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.connect.mirror.RemoteClusterUtils;
+
+public class Translate {
+    public static void main(String[] args) throws Exception {
+        Map<String, Object> props = new HashMap<>();
+        props.put("bootstrap.servers", args[0]);
+        Map<TopicPartition, OffsetAndMetadata> offsets =
+            RemoteClusterUtils.translateOffsets(props, args[1], args[2], Duration.ofSeconds(30));
+        for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
+            System.out.println(e.getKey().topic() + " " + e.getKey().partition() + " "
+                + e.getValue().offset());
+        }
+    }
+}
+"""
+
+
+def java_translate(tmp: Path, bootstrap: str, alias: str, group: str) -> dict[Key, int]:
+    """Apache Kafka's RemoteClusterUtils.translateOffsets, compiled and run here."""
+    jars = subprocess.run(
+        [str(REPO_ROOT / "scripts" / "resolve-jars"), "--print-dir", "mm2"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip().splitlines()[-1]  # fmt: skip
+    src = tmp / "Translate.java"
+    src.write_text(JAVA, encoding="utf-8")
+    cp = f"{jars}/*"
+    subprocess.run(["javac", "-cp", cp, "-d", str(tmp), str(src)], check=True, timeout=120)
+    out = subprocess.run(
+        ["java", "-cp", f"{tmp}:{cp}", "Translate", bootstrap, alias, group],
+        capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    result = {}
+    for line in out.stdout.splitlines():
+        topic, partition, offset = line.split()
+        result[(topic, int(partition))] = int(offset)
+    return result
