@@ -13,7 +13,6 @@ import logging
 import time
 from typing import Any
 
-import kafka.errors as kerrors
 from kafka.future import Future
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
@@ -46,16 +45,21 @@ class Link:
         """The cluster answered a metadata request, or a ClusterError naming why not."""
         if self._manager.bootstrapped:
             return
-        try:
-            self._manager.bootstrap(timeout_ms=int(timeout_s * 1000))
-        except (kerrors.KafkaError, OSError) as exc:
-            refused = [str(e) for e in self._manager._auth_failures.values()]
-            why = f"refused us: {refused[0]}" if refused else f"did not answer ({exc})"
-            raise ClusterError(
-                f"the {self.side} cluster at {self._bootstrap} {why}. Check the bootstrap "
-                "servers, the network and the security settings (security.protocol, TLS CA "
-                "and client certificate, SASL mechanism, user and password)"
-            ) from exc
+        deadline = time.monotonic() + timeout_s
+        future = self._manager.bootstrap_async(timeout_ms=int(timeout_s * 1000))
+        # In steps: a refused password or certificate is final, no need to wait it out.
+        while not future.is_done and not self.auth_failure() and time.monotonic() < deadline:
+            self._net.poll(timeout_ms=200, future=future)
+        refused = self.auth_failure()
+        if refused is None and future.succeeded():
+            return
+        failed = future.exception or f"no answer within {timeout_s:.0f} s"
+        why = f"refused us: {refused}" if refused else f"did not answer ({failed})"
+        raise ClusterError(
+            f"the {self.side} cluster at {self._bootstrap} {why}. Check the bootstrap "
+            "servers, the network and the security settings (security.protocol, TLS CA "
+            "and client certificate, SASL mechanism, user and password)"
+        )
 
     def want(self, topics: set[str]) -> None:
         """Track metadata (leaders) for these topics."""
