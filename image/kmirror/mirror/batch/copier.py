@@ -1,0 +1,259 @@
+"""The batch copier: source record batches to the same target partition, as they are.
+
+Ties the fetcher (source positions, read_committed), the producer session (producer id,
+sequences, in-flight batches) and the progress book (what the target acknowledged and where it
+landed). One thread drives it through ``step``; nothing runs in the background.
+
+Where a batch cannot be copied byte for byte, the copier stops that partition at the batch and
+hands it back through ``take_fallbacks`` once everything before it is acknowledged; the loop
+copies on from ``Fallback.offset`` with the record path (which reports into the same book).
+Those batches (checked by experiment against Kafka 4.1, see docs/architecture.md):
+
+- magic 0/1 message sets (old message formats): no v2 header to rewrite;
+- LogAppendTime batches: the broker accepts them from a producer but stores them as CreateTime
+  with the producers' original timestamps, not the append time the source's readers see;
+- compacted batches (fewer records than the batch's offset range): refused (INVALID_RECORD);
+- a position inside a batch (a commit made by the record path): copying the whole batch would
+  copy the records before the position again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from kmirror.config.model import MirrorConfig
+from kmirror.metrics.worker import WorkerMetrics
+from kmirror.mirror.batch.fetcher import Fetched, Fetcher
+from kmirror.mirror.batch.producer import Pending, ProducerSession
+from kmirror.mirror.batch.records import Batch
+from kmirror.mirror.batch.settings import connection_args
+from kmirror.mirror.batch.wire import Link, selector
+from kmirror.mirror.connect import CONNECT_TIMEOUT_S
+from kmirror.mirror.progress import ProgressBook
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int]
+FETCH_MAX_BYTES = 50 * 1024 * 1024
+FETCH_WAIT_MS = 100
+REVOKE_FLUSH_S = 5.0
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """A partition the batch path gave up at ``offset``: the record path continues from there."""
+
+    offset: int
+    reason: str
+
+
+def unsupported(batch: Batch, position: int) -> str | None:
+    """Why this (to be copied) batch cannot go through the batch path, or None."""
+    if batch.magic < 2:
+        return f"message format v{batch.magic} (no v2 batch header)"
+    if batch.log_append_time:
+        return "LogAppendTime timestamps (a producer cannot keep them)"
+    if not batch.dense:
+        return "compacted batch (gaps inside the batch)"
+    if batch.base_offset < position:
+        return "position inside a batch"
+    return None
+
+
+class BatchCopier:
+    def __init__(
+        self,
+        config: MirrorConfig,
+        book: ProgressBook,
+        metrics: WorkerMetrics | None = None,
+        *,
+        max_in_flight: int = 5,
+        fetch_max_bytes: int = FETCH_MAX_BYTES,
+        fetch_wait_ms: int = FETCH_WAIT_MS,
+    ) -> None:
+        self._book = book
+        self._metrics = metrics
+        cconf, pconf = config.consumer_conf(), config.producer_conf()
+        partition_max = int(cconf.get("max.partition.fetch.bytes", str(1024 * 1024)))
+        response_max = fetch_max_bytes + partition_max + 1024 * 1024
+        self._net = selector()
+        self._source = Link(self._net, "source", connection_args(cconf, "source", response_max))
+        self._target = Link(self._net, "target", connection_args(pconf, "target", response_max))
+        self._fetcher = Fetcher(
+            self._source,
+            config.group_id,
+            max_wait_ms=fetch_wait_ms,
+            max_bytes=fetch_max_bytes,
+            partition_max_bytes=partition_max,
+        )
+        self._session = ProducerSession(
+            self._target,
+            max_in_flight=max_in_flight,
+            request_timeout_ms=int(pconf.get("request.timeout.ms", "30000")),
+            delivery_timeout_s=int(pconf.get("message.timeout.ms", "60000")) / 1000,
+            on_error=self._count_error,
+        )
+        self._max_queue = max_in_flight * 2
+        self._targets: dict[Key, Key] = {}
+        self._stopping: dict[Key, Fallback] = {}
+        self._fallbacks: dict[Key, Fallback] = {}
+        self._started = False
+
+    # -- partitions -----------------------------------------------------------------------------
+
+    def assign(self, partitions: Mapping[Key, tuple[str, int]]) -> None:
+        """(source topic, partition) -> (target topic, start source offset). Opens each in the
+        book; the target partition is the source's."""
+        for key, (target_topic, start) in partitions.items():
+            self._targets[key] = (target_topic, key[1])
+            self._book.open(key[0], key[1], start)
+            self._fetcher.add(key, start)
+            self._target.want({target_topic})
+
+    def revoke(self, keys: Iterable[Key]) -> None:
+        """Stop copying these partitions: fetch no more, wait (bounded) for what is in flight,
+        forget the rest and close their book entries. Commit before calling this."""
+        keys = [k for k in keys if k in self._targets]
+        for key in keys:
+            self._fetcher.remove(key)
+        if self._started:
+            deadline = time.monotonic() + REVOKE_FLUSH_S
+            while time.monotonic() < deadline and any(
+                self._session.queued(self._targets[k]) for k in keys
+            ):
+                self._turn(deadline - time.monotonic(), fetch=False)
+        for key in keys:
+            self._session.drop(self._targets.pop(key))
+            self._stopping.pop(key, None)
+            self._fallbacks.pop(key, None)
+            self._book.close(*key)
+
+    def take_fallbacks(self) -> dict[Key, Fallback]:
+        """Partitions the batch path stopped (see the module doc), each at the source offset
+        where the record path must continue. Everything before it is acknowledged and in the
+        book; the copier has forgotten the partition (its book entry stays open)."""
+        out, self._fallbacks = self._fallbacks, {}
+        return out
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def step(self, timeout_s: float) -> int:
+        """Fetch what is ready, send, handle responses, for up to timeout_s. Returns the number
+        of records the target acknowledged in this step (all reported into the book)."""
+        self._start()
+        return self._turn(timeout_s, fetch=True)
+
+    def flush(self, timeout_s: float) -> bool:
+        """True once everything handed to the target is acknowledged (fetches nothing new)."""
+        if not self._started:
+            return True
+        deadline = time.monotonic() + timeout_s
+        while self._session.unacknowledged and time.monotonic() < deadline:
+            self._turn(min(0.1, deadline - time.monotonic()), fetch=False)
+        return not self._session.unacknowledged
+
+    def close(self) -> None:
+        self._source.close()
+        self._target.close()
+        self._net.close()
+
+    def _start(self) -> None:
+        if not self._started:
+            self._source.bootstrap(CONNECT_TIMEOUT_S)
+            self._target.bootstrap(CONNECT_TIMEOUT_S)
+            self._started = True
+
+    def _turn(self, timeout_s: float, *, fetch: bool) -> int:
+        if fetch:
+            self._fetcher.send(self._room)
+        self._session.send()
+        self._net.poll(timeout_ms=max(timeout_s, 0.0) * 1000)
+        acked = self._acknowledged()
+        if fetch:
+            for fetched in self._fetcher.take():
+                self._hand(fetched)
+            self._fetcher.send(self._room)
+        self._session.send()
+        return acked
+
+    def _room(self, key: Key) -> bool:
+        return key not in self._stopping and self._session.queued(self._targets[key]) < (
+            self._max_queue
+        )
+
+    def _hand(self, fetched: Fetched) -> None:
+        key = fetched.key
+        target = self._targets.get(key)
+        if target is None or key in self._stopping:
+            return
+        book = self._book[key]
+        cursor = fetched.start
+        for batch, copy in fetched.batches:
+            reason = unsupported(batch, cursor) if copy else None
+            if reason is not None:
+                self._stop(key, Fallback(cursor, reason))
+                return
+            if copy:
+                self._session.enqueue(target, Pending(key, batch, batch.next_offset))
+                book.handed(batch.next_offset)
+            else:
+                last = self._session.last(target)
+                if last is not None:
+                    last.next_source = max(last.next_source, batch.next_offset)
+                else:
+                    book.skip(batch.next_offset)
+            cursor = batch.next_offset
+
+    def _stop(self, key: Key, fallback: Fallback) -> None:
+        log.info(
+            "batch path stops %s[%d] at offset %d (%s): the record path continues",
+            key[0],
+            key[1],
+            fallback.offset,
+            fallback.reason,
+        )
+        self._fetcher.remove(key)
+        self._stopping[key] = fallback
+        self._release_stopped()
+
+    def _release_stopped(self) -> None:
+        for key, fallback in list(self._stopping.items()):
+            target = self._targets[key]
+            if not self._session.queued(target):
+                del self._stopping[key]
+                del self._targets[key]
+                self._session.drop(target)
+                self._fallbacks[key] = fallback
+
+    def _acknowledged(self) -> int:
+        count = 0
+        for p in self._session.take():
+            book = self._book.get(*p.source)
+            if book is None or p.source not in self._targets:
+                continue
+            batch = p.batch
+            if p.target_offset is not None and p.target_offset >= 0:
+                book.acknowledge(
+                    batch.base_offset, p.target_offset, batch.record_count, p.next_source
+                )
+            else:
+                book.skip(p.next_source)
+            count += batch.record_count
+            if self._metrics is not None:
+                topic = self._targets[p.source][0]
+                self._metrics.records.labels(topic).inc(batch.record_count)
+                self._metrics.bytes.labels(topic).inc(len(batch.data))
+                if batch.first_timestamp > 0:
+                    self._metrics.latency.observe(
+                        max(time.time() - batch.first_timestamp / 1000.0, 0.0)
+                    )
+        if self._stopping:
+            self._release_stopped()
+        return count
+
+    def _count_error(self, name: str) -> None:
+        if self._metrics is not None:
+            self._metrics.send_errors.labels(name).inc()

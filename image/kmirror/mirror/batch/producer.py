@@ -1,0 +1,294 @@
+"""An idempotent producer session on the target, for batches that are already built.
+
+Owns the producer id and epoch (InitProducerId), each target partition's sequence numbers and
+its queue of batches: sent or not, in order. Like the Java producer: up to ``max_in_flight``
+batches per partition in flight (the broker de-duplicates the last five per producer), one
+batch per partition per request, several requests in flight per connection. A retriable
+error sends the partition's unacknowledged batches again, in order, with the same sequence
+numbers, once everything it had in flight has come back; a broken sequence
+(OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID) starts a new session and re-sends
+everything unacknowledged under the new producer id (at-least-once: the target may hold a
+batch twice, the progress book records the newer copy).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka.future import Future
+from kafka.protocol.producer.produce import ProduceRequest
+from kafka.protocol.producer.transaction import InitProducerIdRequest
+
+from kmirror.errors import ClusterError, SendError
+from kmirror.mirror.batch.records import Batch, rewrite
+from kmirror.mirror.batch.wire import Link
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int]
+PRODUCE_VERSION = 9  # topic names (v13+ wants topic ids); one batch per partition
+RETRY_BACKOFF_S = 0.1
+SEQUENCE_LIMIT = 2**31
+DUPLICATE_SEQUENCE = 46
+TOO_LARGE = {10: "MESSAGE_TOO_LARGE", 18: "RECORD_LIST_TOO_LARGE"}
+# The broker lost or refuses our sequence: a new producer id is the way out.
+SESSION_ERRORS = {45, 47, 59, 90}
+RETRIABLE = {3, 5, 6, 7, 13, 14, 15, 19, 20, 56, 74, 75, 78, 100}
+REFUSED = {29: "TOPIC_AUTHORIZATION_FAILED", 31: "CLUSTER_AUTHORIZATION_FAILED"}
+
+
+@dataclass(eq=False)
+class Pending:
+    """One source batch on its way to the target."""
+
+    source: Key
+    batch: Batch
+    next_source: int  # source position once acknowledged (after dropped batches behind it)
+    sequence: int = 0
+    first_sent: float = 0.0
+    target_offset: int | None = None  # set by the acknowledgement (-1: duplicate, unknown)
+
+
+@dataclass(eq=False)
+class Queue:
+    topic: str
+    partition: int
+    items: deque[Pending] = field(default_factory=deque)
+    next_sequence: int = 0
+    sent: int = 0  # items[:sent] are in flight or acknowledged
+    in_flight: int = 0
+    retrying: bool = False
+    retry_at: float = 0.0
+
+
+class ProducerSession:
+    def __init__(
+        self,
+        link: Link,
+        *,
+        max_in_flight: int,
+        request_timeout_ms: int,
+        delivery_timeout_s: float,
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
+        self._link = link
+        self._max_in_flight = max_in_flight
+        self._request_timeout_ms = request_timeout_ms
+        self._delivery_timeout_s = delivery_timeout_s
+        self._on_error = on_error or (lambda name: None)
+        self._queues: dict[Key, Queue] = {}
+        self._requests: list[tuple[int, Future, list[tuple[Queue, Pending]]]] = []
+        self.producer_id = -1
+        self.epoch = -1
+        self._init: Future | None = None
+        self._init_since = 0.0
+        self._reset = False
+
+    # -- the session ----------------------------------------------------------------------------
+
+    def ready(self) -> bool:
+        """True once a producer id is held; starts (and retries) InitProducerId until then."""
+        if self.producer_id >= 0 and not self._reset:
+            return True
+        if self._reset:
+            if self._requests:
+                return False  # wait for everything in flight before changing producer id
+            self._start_over()
+        if self._init is None:
+            node = self._link.any_node()
+            if node is None:
+                return False
+            self._init_since = self._init_since or time.monotonic()
+            request = InitProducerIdRequest(
+                transactional_id=None, transaction_timeout_ms=-1, producer_id=-1, producer_epoch=-1
+            )
+            self._init = self._link.send(node, request)
+        if not self._init.is_done:
+            return False
+        future, self._init = self._init, None
+        code = future.value.error_code if future.succeeded() else -1
+        if code == 0:
+            self.producer_id, self.epoch = future.value.producer_id, future.value.producer_epoch
+            self._init_since = 0.0
+            log.info("target producer id %d epoch %d", self.producer_id, self.epoch)
+            return True
+        if code in REFUSED:
+            raise ClusterError(
+                f"the target refused an idempotent producer id ({REFUSED[code]}): grant the "
+                "mirror's principal IDEMPOTENT_WRITE on the target cluster"
+            )
+        if time.monotonic() - self._init_since > self._delivery_timeout_s:
+            why = future.exception if future.failed() else f"error code {code}"
+            raise SendError(f"the target gave no producer id within the delivery timeout: {why}")
+        return False
+
+    def _start_over(self) -> None:
+        """New producer id: every partition's sequence restarts at 0, nothing is in flight."""
+        log.warning("target producer session reset: re-sending unacknowledged batches")
+        self.producer_id = self.epoch = -1
+        self._reset = False
+        for q in self._queues.values():
+            q.sent = q.in_flight = 0
+            q.retrying = False
+            q.next_sequence = 0
+            for p in q.items:
+                p.sequence = q.next_sequence
+                q.next_sequence = (q.next_sequence + p.batch.record_count) % SEQUENCE_LIMIT
+
+    # -- queues ---------------------------------------------------------------------------------
+
+    def enqueue(self, target: Key, pending: Pending) -> None:
+        q = self._queues.get(target)
+        if q is None:
+            q = self._queues[target] = Queue(*target)
+        pending.sequence = q.next_sequence
+        q.next_sequence = (q.next_sequence + pending.batch.record_count) % SEQUENCE_LIMIT
+        q.items.append(pending)
+
+    def last(self, target: Key) -> Pending | None:
+        q = self._queues.get(target)
+        return q.items[-1] if q is not None and q.items else None
+
+    def queued(self, target: Key) -> int:
+        q = self._queues.get(target)
+        return len(q.items) if q is not None else 0
+
+    def drop(self, target: Key) -> None:
+        """Forget a partition's queue; the sequence is kept in case it comes back."""
+        q = self._queues.get(target)
+        if q is not None:
+            q.items.clear()
+            q.sent = 0
+
+    @property
+    def unacknowledged(self) -> int:
+        return sum(len(q.items) for q in self._queues.values())
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def send(self) -> None:
+        if not self.ready():
+            return
+        now = time.monotonic()
+        by_node: dict[int, list[Queue]] = {}
+        for q in self._queues.values():
+            if q.items and q.sent and now - q.items[0].first_sent > self._delivery_timeout_s:
+                raise SendError(
+                    f"target {q.topic}[{q.partition}] did not acknowledge a batch within "
+                    f"{self._delivery_timeout_s:.0f} s (message.timeout.ms); nothing past it "
+                    "was acknowledged"
+                )
+            if q.sent >= len(q.items) or q.retrying or q.retry_at > now:
+                continue
+            node = self._link.leader(q.topic, q.partition)
+            if node is None:
+                self._link.refresh()
+                continue
+            by_node.setdefault(node, []).append(q)
+        for node, queues in by_node.items():
+            while self._link.in_flight(node) < self._max_in_flight:
+                items = [
+                    (q, q.items[q.sent])
+                    for q in queues
+                    if q.sent < len(q.items) and q.in_flight < self._max_in_flight
+                ]
+                if not items:
+                    break
+                self._send(node, items, now)
+
+    def _send(self, node: int, items: list[tuple[Queue, Pending]], now: float) -> None:
+        topics: dict[str, list[Any]] = {}
+        for q, p in items:
+            data = rewrite(p.batch, self.producer_id, self.epoch, p.sequence)
+            topics.setdefault(q.topic, []).append(
+                ProduceRequest.TopicProduceData.PartitionProduceData(
+                    index=q.partition, records=bytes(data)
+                )
+            )
+            q.sent += 1
+            q.in_flight += 1
+            p.first_sent = p.first_sent or now
+        request = ProduceRequest(
+            transactional_id=None,
+            acks=-1,
+            timeout_ms=self._request_timeout_ms,
+            topic_data=[
+                ProduceRequest.TopicProduceData(name=t, partition_data=ps)
+                for t, ps in topics.items()
+            ],
+            version=PRODUCE_VERSION,
+        )
+        self._requests.append((node, self._link.send(node, request), items))
+
+    # -- responses ------------------------------------------------------------------------------
+
+    def take(self) -> list[Pending]:
+        """Batches acknowledged since the last call, in order per partition. Raises SendError
+        for what the target refuses for good."""
+        done, self._requests = (
+            [r for r in self._requests if r[1].is_done],
+            [r for r in self._requests if not r[1].is_done],
+        )
+        acked: list[Pending] = []
+        for node, future, items in done:
+            codes: dict[Key, Any] = {}
+            if future.succeeded():
+                for topic in future.value.responses:
+                    for part in topic.partition_responses:
+                        codes[(topic.name, part.index)] = part
+            else:
+                log.warning("produce to target node %s failed: %s", node, future.exception)
+            for q, p in items:
+                if self._queues.get((q.topic, q.partition)) is not q or p not in q.items:
+                    continue  # dropped while in flight
+                q.in_flight -= 1
+                self._result(q, p, codes.get((q.topic, q.partition)))
+        for q in self._queues.values():
+            while q.items and q.items[0].target_offset is not None:
+                acked.append(q.items.popleft())
+                q.sent -= 1
+            if q.retrying and q.in_flight == 0:
+                q.retrying = False
+                q.sent = 0
+                q.retry_at = time.monotonic() + RETRY_BACKOFF_S
+        return acked
+
+    def _result(self, q: Queue, p: Pending, part: Any) -> None:
+        code = -1 if part is None else part.error_code
+        if code == 0:
+            p.target_offset = part.base_offset
+            return
+        if code == DUPLICATE_SEQUENCE:
+            p.target_offset = -1  # already written by an earlier attempt; where is unknown
+            return
+        name = f"{code}" if part is None else f"error code {code}"
+        if code != -1:
+            self._on_error(str(code))
+        if code in TOO_LARGE:
+            raise SendError(
+                f"target {q.topic}[{q.partition}] refused a batch of {len(p.batch.data)} bytes "
+                f"({TOO_LARGE[code]}) copied from source {p.source[0]}[{p.source[1]}] offset "
+                f"{p.batch.base_offset}: raise max.message.bytes of the target topic "
+                f"'{q.topic}' (or the target broker's message.max.bytes) to at least the "
+                "source's. Retrying cannot help and skipping it would lose it; nothing past it "
+                "was acknowledged"
+            )
+        if code in REFUSED:
+            raise SendError(f"target refused {q.topic}[{q.partition}]: {REFUSED[code]}")
+        if code in SESSION_ERRORS and not q.retrying:
+            self._reset = True
+        elif code not in RETRIABLE and code not in SESSION_ERRORS and code != -1:
+            detail = "" if part is None else f" {part.error_message or ''}"
+            errors = [e.batch_index_error_message for e in (part.record_errors or [])]
+            raise SendError(
+                f"target {q.topic}[{q.partition}] refused the batch from source "
+                f"{p.source[0]}[{p.source[1]}] offset {p.batch.base_offset}: {name}{detail} "
+                f"{errors[:1] or ''}. Nothing past it was acknowledged"
+            )
+        q.retrying = True
+        self._link.refresh()

@@ -1,0 +1,117 @@
+"""Connections to one cluster for the batch path: kafka-python's connection manager (TCP, TLS,
+SASL, API version negotiation, metadata) on a selector shared by both clusters, so one
+``poll`` serves fetch responses from the source and produce responses from the target.
+
+Requests are kafka-python's protocol classes (generated from Kafka's JSON schemas); nothing
+here encodes a request by hand. The copier drives the selector from its own thread: no IO
+thread, no locks.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from kafka.future import Future
+from kafka.net.manager import KafkaConnectionManager
+from kafka.net.selector import NetworkSelector
+from kafka.structs import TopicPartition
+
+from kmirror.errors import ClusterError
+
+log = logging.getLogger(__name__)
+
+
+def selector() -> Any:
+    """The event loop both clusters' connections share."""
+    return NetworkSelector()
+
+
+class Link:
+    """One cluster: bootstrap, metadata for the topics we use, leaders, requests."""
+
+    def __init__(self, net: Any, side: str, args: dict[str, Any]) -> None:
+        self.side = side
+        self._net = net
+        self._bootstrap = ",".join(args["bootstrap_servers"])
+        self._manager = KafkaConnectionManager(net, **args)
+        # Metadata requests must never create a topic with the broker's defaults: the mirror
+        # creates target topics with the source's layout (topics.py).
+        self._manager.cluster.config["allow_auto_create_topics"] = False
+        self._topics: set[str] = set()
+
+    def bootstrap(self, timeout_s: float) -> None:
+        """The cluster answered a metadata request, or a ClusterError naming why not."""
+        if self._manager.bootstrapped:
+            return
+        deadline = time.monotonic() + timeout_s
+        future = self._manager.bootstrap_async(timeout_ms=int(timeout_s * 1000))
+        # In steps: a refused password or certificate is final, no need to wait it out.
+        while not future.is_done and not self.auth_failure() and time.monotonic() < deadline:
+            self._net.poll(timeout_ms=200, future=future)
+        refused = self.auth_failure()
+        if refused is None and future.succeeded():
+            return
+        failed = future.exception or f"no answer within {timeout_s:.0f} s"
+        why = f"refused us: {refused}" if refused else f"did not answer ({failed})"
+        raise ClusterError(
+            f"the {self.side} cluster at {self._bootstrap} {why}. Check the bootstrap "
+            "servers, the network and the security settings (security.protocol, TLS CA "
+            "and client certificate, SASL mechanism, user and password)"
+        )
+
+    def want(self, topics: set[str]) -> None:
+        """Track metadata (leaders) for these topics."""
+        if not topics <= self._topics:
+            self._topics |= topics
+            self._manager.cluster.set_topics(sorted(self._topics))
+
+    def forget(self, topics: set[str]) -> None:
+        self._topics -= topics
+
+    def refresh(self) -> None:
+        """Leaders moved (or a broker went away): ask for metadata again, soon."""
+        self._manager.cluster.request_update()
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        """The partition's leader node id, None while unknown or leaderless."""
+        node = self._manager.cluster.leader_for_partition(TopicPartition(topic, partition))
+        return None if node is None or node < 0 else int(node)
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        epoch = self._manager.cluster.leader_epoch_for_partition(TopicPartition(topic, partition))
+        return -1 if epoch is None else int(epoch)
+
+    def any_node(self) -> int | None:
+        node = self._manager.least_loaded_node()
+        return None if node is None else int(node)
+
+    def known(self, topic: str) -> bool:
+        return self._manager.cluster.partitions_for_topic(topic) is not None
+
+    def send(self, node: int, request: Any) -> Future:
+        """Send now (or once connected); the future holds the response or the failure."""
+        return self._manager.send(request, node_id=node)
+
+    def in_flight(self, node: int) -> int:
+        conn = self._manager._conns.get(node)
+        return 0 if conn is None else len(conn.in_flight_requests)
+
+    def auth_failure(self) -> str | None:
+        failures = list(self._manager._auth_failures.values())
+        return str(failures[0]) if failures else None
+
+    def close(self) -> None:
+        self._manager.close()
+
+
+def run_until(net: Any, future: Future, timeout_s: float) -> bool:
+    """Drive the selector until the future is done (True) or the time is up (False)."""
+    deadline = time.monotonic() + timeout_s
+    while not future.is_done:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        net.poll(timeout_ms=left * 1000, future=future)
+    return True

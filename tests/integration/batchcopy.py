@@ -1,0 +1,84 @@
+"""Drive the batch copier against the real clusters, and read raw batches back."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from kmirror.config.model import ClusterConfig, MirrorConfig
+from kmirror.mirror.batch.copier import BatchCopier, Fallback
+from kmirror.mirror.batch.fetcher import Fetcher
+from kmirror.mirror.batch.records import Batch
+from kmirror.mirror.batch.settings import connection_args
+from kmirror.mirror.batch.wire import Link, selector
+from kmirror.mirror.progress import ProgressBook
+from tests.kafkatools import Clusters, Rec, end_offsets, unique
+
+
+def mirror_config(source: str, target: str, **cluster: Mapping[str, str]) -> MirrorConfig:
+    return MirrorConfig(
+        source=ClusterConfig("source", source, common=cluster.get("source", {})),
+        target=ClusterConfig("target", target, common=cluster.get("target", {})),
+        group_id=unique("batch"),
+    )
+
+
+def copy_all(
+    config: MirrorConfig, src_end: str, topic: str, target_topic: str, timeout: float = 60.0
+) -> tuple[ProgressBook, dict[tuple[str, int], Fallback]]:
+    """Copy every partition of topic from offset 0 until the book has acknowledged the
+    source's end offsets (or the partition fell back to the record path)."""
+    ends = end_offsets(src_end, topic)
+    book = ProgressBook()
+    copier = BatchCopier(config, book)
+    fallbacks: dict[tuple[str, int], Fallback] = {}
+    try:
+        copier.assign({(topic, p): (target_topic, 0) for p in ends})
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            copier.step(0.1)
+            fallbacks.update(copier.take_fallbacks())
+            todo = [p for p, end in ends.items() if book[(topic, p)].acked < end]
+            if all((topic, p) in fallbacks for p in todo):
+                break
+        assert copier.flush(10)
+    finally:
+        copier.close()
+    return book, fallbacks
+
+
+def raw_batches(bootstrap: str, topic: str, partition: int, timeout: float = 30.0) -> list[Batch]:
+    """Every stored batch of a partition, as the broker keeps it (codec, attributes)."""
+    end = end_offsets(bootstrap, topic)[partition]
+    net = selector()
+    link = Link(net, "check", connection_args({"bootstrap.servers": bootstrap}, "check", 1 << 26))
+    fetcher = Fetcher(
+        link, "check", max_wait_ms=100, max_bytes=1 << 25, partition_max_bytes=1 << 24
+    )
+    out: list[Batch] = []
+    try:
+        link.bootstrap(10)
+        fetcher.add((topic, partition), 0)
+        deadline = time.monotonic() + timeout
+        while True:
+            assert time.monotonic() < deadline, f"reading {topic}[{partition}] raw batches"
+            fetcher.send(lambda key: True)
+            net.poll(timeout_ms=100)
+            for fetched in fetcher.take():
+                out.extend(batch for batch, _ in fetched.batches)
+            if (fetcher.position((topic, partition)) or 0) >= end:
+                break
+    finally:
+        link.close()
+        net.close()
+    return out
+
+
+def assert_translates(book: ProgressBook, topic: str, src: list[Rec], dst: list[Rec]) -> None:
+    """The i-th copied record of each partition: the book maps its source offset to the
+    target offset where it landed."""
+    for s, d in zip(src, dst, strict=True):
+        assert book[(topic, s.partition)].translate(s.offset) == d.offset, (s, d)
+
+
+__all__ = ["Clusters", "assert_translates", "copy_all", "mirror_config", "raw_batches"]

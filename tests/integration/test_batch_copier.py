@@ -1,0 +1,183 @@
+"""The batch copier against the real clusters: the target partition holds exactly the source's
+records (key, value, headers, timestamp and its type, order), compressed batches keep their
+codec, and the progress book translates every copied source offset to where it landed."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+
+from kmirror.errors import SendError, SourceTrimmedError
+from kmirror.mirror.batch.copier import BatchCopier
+from kmirror.mirror.progress import ProgressBook
+from tests.conftest import MakeTopic
+from tests.integration.batchcopy import assert_translates, copy_all, mirror_config, raw_batches
+from tests.kafkatools import Clusters, consume_all, end_offsets, produce, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def records(n: int, size: int = 100) -> list[dict[str, object]]:
+    return [
+        {
+            "key": b"k%d" % i,
+            "value": (b"%d-" % i).ljust(size, b"x"),
+            "headers": [("h", b"%d" % i), ("h", None), ("trace", b"t")],
+            "timestamp": 1_700_000_000_000 + i,
+            "partition": i % 2,
+        }
+        for i in range(n)
+    ]
+
+
+def contents(bootstrap: str, topic: str) -> list[tuple[object, ...]]:
+    return [r.content() for r in consume_all(bootstrap, topic)]
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_idempotent_source_copied_byte_for_byte_with_its_codec(
+    clusters: Clusters, make_topic: MakeTopic, codec: str
+) -> None:
+    src = make_topic(clusters.source_bootstrap, partitions=2)
+    dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
+    produce(clusters.source_bootstrap, src, records(4000), **{"compression.type": codec})
+    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
+    book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
+    assert fallbacks == {}
+    source = consume_all(clusters.source_bootstrap, src)
+    target = consume_all(clusters.target_bootstrap, dst)
+    assert [r.content() for r in target] == [r.content() for r in source]
+    assert_translates(book, src, source, target)
+    for p in (0, 1):
+        codecs = {b.codec for b in raw_batches(clusters.target_bootstrap, dst, p)}
+        assert codecs == {codec}
+
+
+def _transactions(bootstrap: str, topic: str, plan: list[tuple[int, bool]]) -> None:
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-tx", "linger.ms": 5}
+    )
+    producer.init_transactions(30)
+    n = 0
+    for count, commit in plan:
+        producer.begin_transaction()
+        for _ in range(count):
+            value = b"%s-%d" % (b"committed" if commit else b"aborted", n)
+            producer.produce(topic, key=b"k%d" % n, value=value, partition=n % 2)
+            n += 1
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.flush(30)
+            producer.abort_transaction(30)
+
+
+def test_transactional_source_copies_committed_and_skips_aborted(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    src = make_topic(clusters.source_bootstrap, partitions=2)
+    dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
+    _transactions(clusters.source_bootstrap, src, [(300, True), (200, False), (300, True)])
+    produce(clusters.source_bootstrap, src, records(100))  # plain idempotent records after
+    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
+    book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
+    assert fallbacks == {}
+    source = consume_all(clusters.source_bootstrap, src)
+    target = consume_all(clusters.target_bootstrap, dst)
+    assert len(source) == 700
+    assert [r.content() for r in target] == [r.content() for r in source]
+    assert not [r for r in target if r.value and r.value.startswith(b"aborted")]
+    assert_translates(book, src, source, target)
+    # Markers and aborted records were not copied, yet the whole source was acknowledged.
+    assert {p: book[(src, p)].acked for p in (0, 1)} == end_offsets(clusters.source_bootstrap, src)
+
+
+def test_compacted_source_copies_dense_batches_and_hands_the_rest_to_the_record_path(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    compact = {
+        "cleanup.policy": "compact",
+        "segment.ms": "100",
+        "min.cleanable.dirty.ratio": "0.01",
+        "min.compaction.lag.ms": "0",
+    }
+    src = make_topic(clusters.source_bootstrap, config=compact)
+    dst = make_topic(clusters.target_bootstrap, name=src)
+    # Keys that are never written again: a batch compaction leaves whole (copied as is).
+    produce(
+        clusters.source_bootstrap, src, [{"key": b"u%d" % i, "value": b"u"} for i in range(100)]
+    )
+    for rnd in range(4):
+        # Keys repeated within the batch: compaction leaves gaps inside it.
+        rows = [{"key": b"k%d" % (i % 40), "value": b"r%d-%d" % (rnd, i)} for i in range(200)]
+        produce(clusters.source_bootstrap, src, rows, **{"enable.idempotence": False})
+        time.sleep(0.2)  # a segment per round, so the cleaner has closed segments to compact
+
+    def compacted() -> bool:
+        produce(clusters.source_bootstrap, src, [{"key": b"poke", "value": b"x"}])
+        return len(consume_all(clusters.source_bootstrap, src)) < 900
+
+    # The log cleaner of the local clusters compacts within seconds.
+    wait_until(compacted, 60, interval=1.0, message=f"compaction of {src}")
+    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
+    book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
+    source = consume_all(clusters.source_bootstrap, src)
+    target = consume_all(clusters.target_bootstrap, dst)
+    fallback = fallbacks.get((src, 0))
+    assert fallback is not None and "compacted" in fallback.reason
+    # Everything before the hand-over is on the target, exactly; nothing after it.
+    before = [r for r in source if r.offset < fallback.offset]
+    assert len(before) >= 100
+    assert [r.content() for r in target] == [r.content() for r in before]
+    assert book[(src, 0)].acked == fallback.offset
+    assert_translates(book, src, before, target)
+
+
+def test_batch_above_the_targets_max_message_bytes_stops_with_a_clear_error(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    src = make_topic(clusters.source_bootstrap)
+    dst = make_topic(clusters.target_bootstrap, name=src, config={"max.message.bytes": "20000"})
+    produce(clusters.source_bootstrap, src, [{"key": b"a", "value": b"small"}] * 10)
+    big = produce(clusters.source_bootstrap, src, [{"key": b"b", "value": b"x" * 60_000}])
+    produce(clusters.source_bootstrap, src, [{"key": b"c", "value": b"after"}] * 10)
+    book = ProgressBook()
+    copier = BatchCopier(mirror_config(clusters.source_bootstrap, clusters.target_bootstrap), book)
+    copier.assign({(src, 0): (dst, 0)})
+    try:
+        with pytest.raises(SendError, match=r"max\.message\.bytes") as err:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                copier.step(0.1)
+        assert "MESSAGE_TOO_LARGE" in str(err.value) or "RECORD_LIST_TOO_LARGE" in str(err.value)
+    finally:
+        copier.close()
+    big_offset = big[0][1]
+    assert book[(src, 0)].acked == big_offset  # nothing acknowledged past the refused batch
+    target = consume_all(clusters.target_bootstrap, dst)
+    assert [r.value for r in target] == [b"small"] * 10
+
+
+def test_records_deleted_before_they_were_copied_stop_the_copy(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    src = make_topic(clusters.source_bootstrap)
+    dst = make_topic(clusters.target_bootstrap, name=src)
+    produce(clusters.source_bootstrap, src, [{"key": b"k", "value": b"v"}] * 50)
+    admin = AdminClient({"bootstrap.servers": clusters.source_bootstrap})
+    admin.delete_records([TopicPartition(src, 0, 20)])[TopicPartition(src, 0, 20)].result(30)
+    copier = BatchCopier(
+        mirror_config(clusters.source_bootstrap, clusters.target_bootstrap), ProgressBook()
+    )
+    copier.assign({(src, 0): (dst, 0)})
+    try:
+        with pytest.raises(SourceTrimmedError, match="deleted before they were mirrored"):
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                copier.step(0.1)
+    finally:
+        copier.close()
+    assert consume_all(clusters.target_bootstrap, dst) == []
