@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_mirror import mm1_args, target_has
+from tests.integration.test_mirror import target_has
 from tests.kafkatools import Clusters, produce, wait_until
-from tests.mirrorproc import MirrorProcess
+from tests.mirrorproc import MirrorProcess, mirror_args
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +27,7 @@ def test_copy_lag_drops_to_zero_before_any_commit(
 ) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=1)
     produce(clusters.source_bootstrap, topic, [{"value": b"r%d" % i} for i in range(100)])
-    args = mm1_args(tmp_path, clusters, make_group_id(), topic)
+    args = mirror_args(tmp_path, clusters, make_group_id(), topic)
     # No commit during the test: the committed lag stays at 100, the copy lag must not.
     args[args.index("--offset.commit.interval.ms") + 1] = "3600000"
     with MirrorProcess(args, tmp_path / "mirror.log") as mirror:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from kmirror.mirror.progress import PartitionBook, encode_record
-from tests.integration.test_mirror import mm1_args, target_has
+from tests.integration.test_mirror import target_has
 from tests.kafkatools import Clusters, list_topics, produce, wait_until
-from tests.mirrorproc import MirrorProcess, run_cli
+from tests.mirrorproc import MirrorProcess, mirror_args, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +29,7 @@ def test_status_table_and_json(
     topic = make_topic(src, partitions=2)
     group = make_group_id()
     produce(src, topic, [{"value": b"r%d" % i, "partition": i % 2} for i in range(30)])
-    args = mm1_args(tmp_path, clusters, group, topic)
+    args = mirror_args(tmp_path, clusters, group, topic)
     with MirrorProcess(args, tmp_path / "mirror.log") as mirror:
         wait_until(target_has(clusters, topic, 30), 60, 0.5, "the records copied")
         assert mirror.stop() == 0, mirror.log

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from tests.integration.test_mirror import committed, mm1_args, target_has
+from tests.integration.test_mirror import committed, target_has
 from tests.kafkatools import Clusters, end_offsets, produce, wait_until
-from tests.mirrorproc import MirrorProcess
+from tests.mirrorproc import MirrorProcess, mirror_args
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +46,7 @@ def test_an_idle_stream_is_ready(
 ) -> None:
     # One partition, two streams: one stream gets nothing, as with more replicas than partitions.
     topic = make_topic(clusters.source_bootstrap, partitions=1)
-    args = mm1_args(tmp_path, clusters, make_group_id(), topic, None, None, "--num.streams", "2")
+    args = mirror_args(tmp_path, clusters, make_group_id(), topic, None, None, "--num.streams", "2")
     with MirrorProcess(args, tmp_path / "mirror.log") as mirror:
         mirror.wait_ready(90)
         code, body = mirror.get("/readyz")
@@ -63,7 +63,7 @@ def test_streams_die_with_a_killed_supervisor(
     # A member that is not removed by leaving stays in the group for the whole session timeout:
     # five minutes here, far longer than this test waits for the group to empty.
     consumer = {"session.timeout.ms": 300000, "heartbeat.interval.ms": 3000}
-    args = mm1_args(tmp_path, clusters, group, topic, consumer, None, "--num.streams", "2")
+    args = mirror_args(tmp_path, clusters, group, topic, consumer, None, "--num.streams", "2")
     mirror = MirrorProcess(args, tmp_path / "mirror.log").start()
     assert mirror.proc is not None
     streams: list[int] = []
