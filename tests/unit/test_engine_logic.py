@@ -15,7 +15,7 @@ from kmirror.errors import ConfigError
 from kmirror.logsetup import Redactor, from_log4j_pattern, python_level
 from kmirror.metrics.aggregate import StreamsCollector, snapshot
 from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.stream import StreamState
+from kmirror.mirror.subscription import StreamState
 
 pytestmark = pytest.mark.unit
 

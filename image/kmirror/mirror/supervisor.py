@@ -35,7 +35,7 @@ from kmirror.metrics.aggregate import StreamsCollector, snapshot
 from kmirror.metrics.http import HealthServer
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.lifeline import ParentWatch, ThrottledLog, set_parent_death_signal
-from kmirror.mirror.stream import Stream, StreamState
+from kmirror.mirror.stream import DEFAULT_TUNING, Stream, StreamState, Tuning
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,13 @@ def configure_logging(config: MirrorConfig) -> None:
 # -- the stream process ----------------------------------------------------------------------
 
 
-def stream_main(config: MirrorConfig, stream_id: int, outbox: Any, parent: int) -> None:
+def stream_main(
+    config: MirrorConfig,
+    stream_id: int,
+    outbox: Any,
+    parent: int,
+    tuning: Tuning = DEFAULT_TUNING,
+) -> None:
     configure_logging(config)
     stop = threading.Event()
 
@@ -92,7 +98,7 @@ def stream_main(config: MirrorConfig, stream_id: int, outbox: Any, parent: int) 
         except Exception as exc:  # a full pipe must never stop the copy, but is reported
             failures.failed(exc)
 
-    stream = Stream(config, metrics, stop, stream_id, on_tick=publish)
+    stream = Stream(config, metrics, stop, stream_id, on_tick=publish, tuning=tuning)
     code = 0
     try:
         stream.run()
@@ -115,7 +121,7 @@ def stream_main(config: MirrorConfig, stream_id: int, outbox: Any, parent: int) 
 # -- the supervisor --------------------------------------------------------------------------
 
 
-StreamMain = Callable[[MirrorConfig, int, Any, int], None]
+StreamMain = Callable[[MirrorConfig, int, Any, int, Tuning], None]
 
 
 class Supervisor:
@@ -124,9 +130,11 @@ class Supervisor:
         config: MirrorConfig,
         registry: CollectorRegistry | None = None,
         target: StreamMain = stream_main,
+        tuning: Tuning = DEFAULT_TUNING,
     ) -> None:
         self._config = config
         self._target = target
+        self._tuning = tuning
         self._registry = registry or CollectorRegistry()
         self._streams = StreamsCollector()
         self._registry.register(self._streams)
@@ -203,7 +211,7 @@ class Supervisor:
         for sid in range(self._config.num_streams):
             proc = ctx.Process(
                 target=self._target,
-                args=(self._config, sid, inbox, os.getpid()),
+                args=(self._config, sid, inbox, os.getpid(), self._tuning),
                 name=f"kmirror-stream-{sid}",
                 daemon=False,
             )
@@ -295,5 +303,5 @@ class Supervisor:
             self._deadline = None
 
 
-def run_mirror(config: MirrorConfig) -> int:
-    return Supervisor(config).run()
+def run_mirror(config: MirrorConfig, tuning: Tuning = DEFAULT_TUNING) -> int:
+    return Supervisor(config, tuning=tuning).run()

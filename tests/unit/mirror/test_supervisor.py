@@ -29,7 +29,9 @@ def config(**kw: Any) -> MirrorConfig:
     )
 
 
-def uncommitted_stream(config: MirrorConfig, stream_id: int, outbox: Any, parent: int) -> None:
+def uncommitted_stream(
+    config: MirrorConfig, stream_id: int, outbox: Any, parent: int, tuning: Any
+) -> None:
     """A stream whose final commit failed (the contract: it exits with CommitError's code)."""
     sys.exit(CommitError.exit_code)
 
