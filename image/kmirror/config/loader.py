@@ -20,7 +20,12 @@ from kmirror.config.kudo import load_kudo
 from kmirror.config.log4j import check_level, read_log4j
 from kmirror.config.mm1 import load_mm1
 from kmirror.config.mm2 import load_mm2
-from kmirror.config.model import MirrorConfig, RenamePolicy
+from kmirror.config.model import (
+    DEFAULT_NUM_STREAMS,
+    DEFAULT_OFFSET_COMMIT_INTERVAL_MS,
+    MirrorConfig,
+    RenamePolicy,
+)
 from kmirror.config.values import parse_bool, parse_float, parse_int
 from kmirror.errors import ConfigError
 
@@ -37,11 +42,11 @@ _MM1 = (
     ("--rebalance.listener.args", "rebalance_listener_args", "MM1: not supported"),
 )
 _SHARED = (  # MirrorMaker 1 and KUDO
-    ("--num.streams", "num_streams", "number of stream processes (default 1)"),
+    ("--num.streams", "num_streams", f"number of stream processes (default {DEFAULT_NUM_STREAMS})"),
     (
         "--offset.commit.interval.ms",
         "offset_commit_interval_ms",
-        "offset commit interval (default 60000)",
+        f"offset commit interval (default {DEFAULT_OFFSET_COMMIT_INTERVAL_MS})",
     ),
 )
 _MM2 = (
