@@ -26,7 +26,7 @@ from kmirror.config.model import (
     MirrorConfig,
     RenamePolicy,
 )
-from kmirror.config.values import parse_bool, parse_float, parse_int
+from kmirror.config.values import enforce_strict, parse_bool, parse_float, parse_int
 from kmirror.errors import ConfigError
 
 __all__ = ["add_config_arguments", "describe", "load_config"]
@@ -197,10 +197,7 @@ def load_config(args: argparse.Namespace, environ: Mapping[str, str] | None = No
             environ=env,
         )
     config = _common(config, a, env, notes)
-    strict = a.get("strict") or parse_bool(envvars.get("KMIRROR_STRICT", env), "KMIRROR_STRICT")
-    if strict and config.notes:
-        listed = "\n".join(f"  - {n}" for n in config.notes)
-        raise ConfigError(f"--strict: {len(config.notes)} configuration warning(s):\n{listed}")
+    enforce_strict(config.notes, env, bool(a.get("strict")), "--strict")
     return config
 
 
