@@ -12,12 +12,12 @@ PYTEST_ARGS ?=
 
 .PHONY: test-security k8s-binaries k8s-up k8s-down test-k8s help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
         test-chart test-spark test-image test-faults test-faults-short demo clusters-up clusters-down clusters-status \
-        image image-inputs bench bench-validate bench-smoke chart-docs env-docs clean
+        image image-inputs bench bench-validate bench-smoke chart-docs chart-docs-tool env-docs clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}'
 
-setup: venv jars go-tools system-deps ## Install everything the tests need (idempotent; seconds when warm)
+setup: venv jars go-tools system-deps chart-docs-tool ## Install everything the tests need (idempotent; seconds when warm)
 
 venv: $(VENV)/.installed ## Python venv with both packages and the dev tools (hash-locked)
 $(VENV)/.installed: requirements/dev.lock pyproject.toml
@@ -55,14 +55,17 @@ test-unit: venv ## Pure-logic tests, no broker
 test-integration: setup ## Integration tests against the two local clusters
 	$(PYTEST) -m integration $(PYTEST_ARGS)
 
-test-chart: venv go-tools ## Helm chart: helm lint, ct lint, Kubernetes schemas (3 versions), template tests
+test-chart: venv go-tools chart-docs-tool ## Helm chart: helm lint, ct lint, Kubernetes schemas (3 versions), template tests
 	$(PYTEST) -m chart tests/chart $(PYTEST_ARGS)
 
 test-spark: setup ## The PySpark validation job: compare functions, three validation runs, the CLI
 	$(PYTEST) -m spark tests/spark $(PYTEST_ARGS)
 
-chart-docs: venv ## Regenerate the Parameters section of chart/kmirror/README.md from values.yaml
-	$(PY) scripts/chart-docs
+chart-docs-tool: ## Bitnami readme-generator-for-helm, pinned by scripts/chart-docs-tool/package-lock.json (npm ci into the cache)
+	@scripts/chart-docs --install
+
+chart-docs: ## Regenerate the Parameters section of chart/kmirror/README.md from values.yaml (readme-generator-for-helm)
+	scripts/chart-docs
 
 test-faults: setup ## The full fault-injection suite (30 kills, 5 broker restarts, 2-minute outage; long)
 	KMIRROR_FAULTS=full $(PYTEST) -m slow $(PYTEST_ARGS)

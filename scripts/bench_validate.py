@@ -87,7 +87,7 @@ def delete(bootstrap: str, topic: str) -> None:
         print(f"warning: could not delete {topic} at {bootstrap}: {exc}", file=sys.stderr)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", default=os.environ.get("KMIRROR_SOURCE_BOOTSTRAP",
                                                            "127.0.0.1:19092"))  # fmt: skip
@@ -102,7 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the topics")
     parser.add_argument("--json-out", help="write the figures as JSON here")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="K=V")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
 
     from kmirror.config.model import ClusterConfig, MirrorConfig, TopicSelection
     from kmirror_validate import sparkio

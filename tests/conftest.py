@@ -13,7 +13,6 @@ import atexit
 import contextlib
 import os
 from collections.abc import Callable, Iterator, Mapping
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -23,48 +22,47 @@ from tests.kafkatools import Clusters, create_topic, delete_topic, unique
 from tests.securecluster import secure_cluster  # noqa: F401 - session fixture
 
 
-def _local_name_for(kl: ModuleType, bootstrap: str) -> str | None:
+def _local_name_for(bootstrap: str) -> str | None:
     """The kafka-local cluster serving bootstrap on this machine, if any."""
-    for name in kl.known_clusters():
+    for name in kafkalocal.known_clusters():
         with contextlib.suppress(Exception):
-            if kl.load_spec(name).bootstrap == bootstrap:
+            if kafkalocal.load_spec(name).bootstrap == bootstrap:
                 return str(name)
     return None
 
 
-def _running(kl: ModuleType, name: str) -> bool:
-    pid = kl.read_pid(name)
-    return pid is not None and bool(kl.pid_alive(pid, name))
+def _running(name: str) -> bool:
+    pid = kafkalocal.read_pid(name)
+    return pid is not None and bool(kafkalocal.pid_alive(pid, name))
 
 
 @pytest.fixture(scope="session")
 def clusters() -> Iterator[Clusters]:
     """The source and target clusters (started on first use unless given by the environment)."""
-    kl = kafkalocal
     src = os.environ.get("KMIRROR_SOURCE_BOOTSTRAP")
     tgt = os.environ.get("KMIRROR_TARGET_BOOTSTRAP")
     if src and tgt:
-        src_name = _local_name_for(kl, src)
-        tgt_name = _local_name_for(kl, tgt)
+        src_name = _local_name_for(src)
+        tgt_name = _local_name_for(tgt)
         managed = src_name is not None and tgt_name is not None
         yield Clusters(src, tgt, src_name or "source", tgt_name or "target", managed)
         return
 
     names = ["source", "target"]
-    specs = [kl.ClusterSpec(n, kl.DEFAULT_CLUSTERS[n]) for n in names]
+    specs = [kafkalocal.ClusterSpec(n, kafkalocal.DEFAULT_CLUSTERS[n]) for n in names]
     # Stop only what this session starts; a cluster someone left running stays running.
-    ours = [n for n in names if not _running(kl, n)]
+    ours = [n for n in names if not _running(n)]
 
     def stop_ours() -> None:
         if ours:
-            for line in kl.down(list(ours), keep=False):
+            for line in kafkalocal.down(list(ours), keep=False):
                 print(f"[clusters] {line}")
             ours.clear()
 
     atexit.register(stop_ours)
     try:
-        results = kl.up(specs, fresh=True)
-    except kl.ClusterError as exc:
+        results = kafkalocal.up(specs, fresh=True)
+    except kafkalocal.ClusterError as exc:
         stop_ours()
         pytest.fail(f"could not start the local Kafka clusters:\n{exc}", pytrace=False)
     try:
@@ -82,8 +80,7 @@ def clusters() -> Iterator[Clusters]:
 class KafkaLocal:
     """Stop/start/restart the local clusters from a test; stopped ones restart at teardown."""
 
-    def __init__(self, kl: ModuleType, clusters: Clusters) -> None:
-        self._kl = kl
+    def __init__(self, clusters: Clusters) -> None:
         self._aliases = {
             "source": clusters.source_name,
             "target": clusters.target_name,
@@ -101,33 +98,33 @@ class KafkaLocal:
     def stop(self, name: str) -> None:
         """Stop a cluster, keeping its data (SIGTERM, SIGKILL after 20 s)."""
         n = self._name(name)
-        self._kl.stop([n], keep=True)
+        kafkalocal.stop([n], keep=True)
         self._stopped.add(n)
 
     def kill(self, name: str) -> None:
         """Stop a cluster without a clean shutdown (SIGKILL at once)."""
         n = self._name(name)
-        self._kl.stop([n], keep=True, timeout=0)
+        kafkalocal.stop([n], keep=True, timeout=0)
         self._stopped.add(n)
 
     def start(self, name: str, timeout: float = 90.0) -> None:
         """Start a stopped cluster with its data; returns when it answers metadata requests."""
         n = self._name(name)
-        self._kl.start([n], timeout)
+        kafkalocal.start([n], timeout)
         self._stopped.discard(n)
 
     def restart(self, name: str, timeout: float = 90.0) -> None:
         n = self._name(name)
-        self._kl.stop([n], keep=True)
+        kafkalocal.stop([n], keep=True)
         self._stopped.add(n)
         self.start(n, timeout)
 
     def is_healthy(self, name: str) -> bool:
-        return bool(self._kl.status(self._name(name)).healthy)
+        return bool(kafkalocal.status(self._name(name)).healthy)
 
     def restore(self) -> None:
         for n in sorted(self._stopped):
-            self._kl.start([n])
+            kafkalocal.start([n])
         self._stopped.clear()
 
 
@@ -141,7 +138,7 @@ def kafka_local(clusters: Clusters) -> Iterator[KafkaLocal]:
             f"{clusters.source_bootstrap} / {clusters.target_bootstrap} (from "
             "KMIRROR_*_BOOTSTRAP) are not"
         )
-    control = KafkaLocal(kafkalocal, clusters)
+    control = KafkaLocal(clusters)
     try:
         yield control
     finally:

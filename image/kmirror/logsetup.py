@@ -71,7 +71,15 @@ def configure(
     fmt: str = "text",
     pattern: str | None = None,
     secrets: Iterable[str] = (),
+    replace: bool = True,
 ) -> None:
+    """The one stderr handler of the process: level (log4j names too), text with a log4j
+    pattern or JSON, secrets masked. `replace=False` leaves a process that already has
+    handlers alone (a test runner's, an embedding application's), as logging.basicConfig does.
+    """
+    root = logging.getLogger()
+    if not replace and root.handlers:
+        return
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
@@ -80,7 +88,6 @@ def configure(
             logging.Formatter(from_log4j_pattern(pattern) if pattern else DEFAULT_PATTERN)
         )
     handler.addFilter(Redactor(secrets))
-    root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(python_level(level))
     # librdkafka is chatty at DEBUG and its INFO is what operators need.

@@ -106,22 +106,14 @@ def steady_load(
             "on_delivery": on_delivery,
         }
     )
-    value = payload(size)
     total = int(rate * seconds)
-    sent = 0
     t0 = time.monotonic()
-    next_report = t0 + 1
-    while sent < total:
-        due = min(total, int((time.monotonic() - t0) * rate) + 1)
-        while sent < due:
-            producer.produce(topic, value, partition=sent % partitions)
-            sent += 1
-        producer.poll(0)
-        now = time.monotonic()
-        if tick is not None and now >= next_report:
-            next_report = now + 1
+
+    def report(sent: int) -> None:
+        if tick is not None:
             tick(f"steady load {sent:,}/{total:,} sent, {len(latencies):,} arrived")
-        time.sleep(TICK_S)
+
+    _paced(producer, topic, partitions, payload(size), total, rate, report)
     produce_s = time.monotonic() - t0
     failed[0] += producer.flush(30)
 
@@ -150,6 +142,33 @@ def steady_load(
     out.update(summarize(latencies))
     out["timeline_p50_ms"] = timeline(created, latencies)
     return out
+
+
+def _paced(
+    producer: Producer,
+    topic: str,
+    partitions: int,
+    value: bytes,
+    total: int,
+    rate: int,
+    report: Callable[[int], None],
+) -> None:
+    """Produce `total` records at `rate` per second, round-robin over the partitions; `report`
+    gets the count sent about once a second."""
+    sent = 0
+    t0 = time.monotonic()
+    next_report = t0 + 1
+    while sent < total:
+        due = min(total, int((time.monotonic() - t0) * rate) + 1)
+        while sent < due:
+            producer.produce(topic, value, partition=sent % partitions)
+            sent += 1
+        producer.poll(0)
+        now = time.monotonic()
+        if now >= next_report:
+            next_report = now + 1
+            report(sent)
+        time.sleep(TICK_S)
 
 
 def timeline(created: list[int], latencies: list[float]) -> list[float]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from kmirror.config.loader import add_config_arguments, describe, load_config
 from kmirror.config.model import MirrorConfig, TopicSelection, split_patterns
 from kmirror.errors import ClusterError, ConfigError, KmirrorError
+from kmirror.logsetup import configure, python_level
 from kmirror_validate import __version__, sparkio
 from kmirror_validate.progress import Progress
 from kmirror_validate.report import error_document
@@ -185,16 +186,14 @@ def spark_conf(pairs: Sequence[str]) -> dict[str, str]:
 
 
 def _setup_logging(args: argparse.Namespace) -> None:
-    level = (args.log_level or os.environ.get("LOG_LEVEL") or "WARNING").upper()
-    level = {"WARN": "WARNING", "TRACE": "DEBUG", "FATAL": "CRITICAL"}.get(level, level)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)  # fmt: skip
+    level = args.log_level or os.environ.get("LOG_LEVEL") or "WARNING"
+    configure(level, pattern="%p %c: %m", replace=False)
     # py4j's DEBUG output is a protocol trace of every call into Spark, option values
     # included: the kafka.sasl.jaas.config password would be printed. Never below INFO.
     logging.getLogger("py4j").setLevel(logging.INFO)
     # Our error messages already say why a cluster is unreachable; librdkafka would repeat
     # it for every connection attempt.
-    if level != "DEBUG":
+    if python_level(level) != logging.DEBUG:
         logging.getLogger("kmirror_validate.librdkafka").setLevel(logging.CRITICAL)
 
 

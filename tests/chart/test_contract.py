@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kmirror.config import env as image_env
+from kmirror.config.model import DEFAULT_NUM_STREAMS, DEFAULT_OFFSET_COMMIT_INTERVAL_MS
 from tests.chart import chartlib
 from tests.chart.chartlib import SecretRef
 
@@ -160,3 +162,14 @@ def test_run_spec_with_command_and_secrets(tmp_path: Path) -> None:
     assert Path(mount.split(":")[0]).read_text() == "s3cret"
     assert args[args.index("--entrypoint") + 1] == '["kmirror"]'
     assert args[-2:] == ["ghcr.io/kmirror/mirror:0.1.0", "check"]
+
+
+def test_chart_and_environment_defaults_are_the_models() -> None:
+    """The two mirror defaults are defined once (config/model.py); the chart's values and the
+    image's variable table repeat them for their readers and must say the same."""
+    values = yaml.safe_load((chartlib.CHART_DIR / "values.yaml").read_text())
+    assert values["numStreams"] == DEFAULT_NUM_STREAMS
+    assert values["offsetCommitIntervalMs"] == DEFAULT_OFFSET_COMMIT_INTERVAL_MS
+    assert image_env.BY_NAME["NUM_STREAMS"].default == str(DEFAULT_NUM_STREAMS)
+    commit = image_env.BY_NAME["MIRROR_MAKER_OFFSET_COMMIT_INTERVAL"].default
+    assert commit == str(DEFAULT_OFFSET_COMMIT_INTERVAL_MS)

@@ -68,34 +68,41 @@ def restricted_violations(spec: Mapping[str, Any]) -> list[str]:
         *spec.get("ephemeralContainers", []),
     ]
     for c in containers:
-        name = c["name"]
-        csc = c.get("securityContext", {})
-        if csc.get("privileged"):
-            out.append(f"{name}: privileged")
-        if csc.get("allowPrivilegeEscalation") is not False:
-            out.append(f"{name}: allowPrivilegeEscalation is not false")
-        caps = csc.get("capabilities", {})
-        if "ALL" not in caps.get("drop", []):
-            out.append(f"{name}: capabilities do not drop ALL")
-        if set(caps.get("add", [])) - {"NET_BIND_SERVICE"}:
-            out.append(f"{name}: adds capabilities {caps['add']}")
-        if csc.get("runAsNonRoot", psc.get("runAsNonRoot")) is not True:
-            out.append(f"{name}: runAsNonRoot is not true")
-        if csc.get("runAsUser") == 0:
-            out.append(f"{name}: runAsUser 0")
-        seccomp = csc.get("seccompProfile", {}).get("type", pod_seccomp)
-        if seccomp not in ("RuntimeDefault", "Localhost"):
-            out.append(f"{name}: seccompProfile {seccomp}")
-        if csc.get("procMount", "Default") != "Default":
-            out.append(f"{name}: procMount")
-        for p in c.get("ports", []):
-            if p.get("hostPort"):
-                out.append(f"{name}: hostPort {p['hostPort']}")
-        selinux = {**psc.get("seLinuxOptions", {}), **csc.get("seLinuxOptions", {})}
-        if selinux.get("user") or selinux.get("role"):
-            out.append(f"{name}: SELinux user/role set")
-        if csc.get("appArmorProfile", {}).get("type") == "Unconfined":
-            out.append(f"{name}: AppArmor unconfined")
+        out += _container_violations(c, psc, pod_seccomp)
+    return out
+
+
+def _container_violations(
+    c: Mapping[str, Any], psc: Mapping[str, Any], pod_seccomp: str | None
+) -> list[str]:
+    """The container-level rules; the pod's securityContext supplies the defaults."""
+    out: list[str] = []
+    name = c["name"]
+    csc = c.get("securityContext", {})
+    if csc.get("privileged"):
+        out.append(f"{name}: privileged")
+    if csc.get("allowPrivilegeEscalation") is not False:
+        out.append(f"{name}: allowPrivilegeEscalation is not false")
+    caps = csc.get("capabilities", {})
+    if "ALL" not in caps.get("drop", []):
+        out.append(f"{name}: capabilities do not drop ALL")
+    if set(caps.get("add", [])) - {"NET_BIND_SERVICE"}:
+        out.append(f"{name}: adds capabilities {caps['add']}")
+    if csc.get("runAsNonRoot", psc.get("runAsNonRoot")) is not True:
+        out.append(f"{name}: runAsNonRoot is not true")
+    if csc.get("runAsUser") == 0:
+        out.append(f"{name}: runAsUser 0")
+    seccomp = csc.get("seccompProfile", {}).get("type", pod_seccomp)
+    if seccomp not in ("RuntimeDefault", "Localhost"):
+        out.append(f"{name}: seccompProfile {seccomp}")
+    if csc.get("procMount", "Default") != "Default":
+        out.append(f"{name}: procMount")
+    out += [f"{name}: hostPort {p['hostPort']}" for p in c.get("ports", []) if p.get("hostPort")]
+    selinux = {**psc.get("seLinuxOptions", {}), **csc.get("seLinuxOptions", {})}
+    if selinux.get("user") or selinux.get("role"):
+        out.append(f"{name}: SELinux user/role set")
+    if csc.get("appArmorProfile", {}).get("type") == "Unconfined":
+        out.append(f"{name}: AppArmor unconfined")
     return out
 
 

@@ -13,6 +13,7 @@ from types import FrameType
 
 from kmirror import __version__
 from kmirror.errors import KmirrorError
+from kmirror.logsetup import configure
 
 log = logging.getLogger("kmirror")
 
@@ -90,8 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _stop_before_start)
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    # Until a command configures logging from its settings (run, entrypoint).
+    configure("INFO", pattern="%p %m", replace=False)
     try:
         code: int = args.handler(args)
         return code

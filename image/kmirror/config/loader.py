@@ -21,8 +21,13 @@ from kmirror.config.kudo import load_kudo
 from kmirror.config.log4j import check_level, read_log4j
 from kmirror.config.mm1 import load_mm1
 from kmirror.config.mm2 import load_mm2
-from kmirror.config.model import MirrorConfig, RenamePolicy
-from kmirror.config.values import parse_bool, parse_float, parse_int
+from kmirror.config.model import (
+    DEFAULT_NUM_STREAMS,
+    DEFAULT_OFFSET_COMMIT_INTERVAL_MS,
+    MirrorConfig,
+    RenamePolicy,
+)
+from kmirror.config.values import enforce_strict, parse_bool, parse_float, parse_int
 from kmirror.errors import ConfigError
 
 __all__ = ["add_config_arguments", "describe", "load_config"]
@@ -38,11 +43,11 @@ _MM1 = (
     ("--rebalance.listener.args", "rebalance_listener_args", "MM1: not supported"),
 )
 _SHARED = (  # MirrorMaker 1 and KUDO
-    ("--num.streams", "num_streams", "number of stream processes (default 1)"),
+    ("--num.streams", "num_streams", f"number of stream processes (default {DEFAULT_NUM_STREAMS})"),
     (
         "--offset.commit.interval.ms",
         "offset_commit_interval_ms",
-        "offset commit interval (default 60000)",
+        f"offset commit interval (default {DEFAULT_OFFSET_COMMIT_INTERVAL_MS})",
     ),
 )
 _MM2 = (
@@ -201,10 +206,7 @@ def load_config(args: argparse.Namespace, environ: Mapping[str, str] | None = No
             environ=env,
         )
     config = _common(config, a, env, notes)
-    strict = a.get("strict") or parse_bool(envvars.get("KMIRROR_STRICT", env), "KMIRROR_STRICT")
-    if strict and config.notes:
-        listed = "\n".join(f"  - {n}" for n in config.notes)
-        raise ConfigError(f"--strict: {len(config.notes)} configuration warning(s):\n{listed}")
+    enforce_strict(config.notes, env, bool(a.get("strict")), "--strict")
     return config
 
 

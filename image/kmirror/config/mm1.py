@@ -8,7 +8,14 @@ producer do.
 
 from __future__ import annotations
 
-from kmirror.config.model import ClusterConfig, MirrorConfig, TopicSelection, split_patterns
+from kmirror.config.model import (
+    DEFAULT_NUM_STREAMS,
+    DEFAULT_OFFSET_COMMIT_INTERVAL_MS,
+    ClusterConfig,
+    MirrorConfig,
+    TopicSelection,
+    split_patterns,
+)
 from kmirror.config.properties import load_properties
 from kmirror.config.translate import Translation, translate
 from kmirror.config.values import parse_int, unrendered
@@ -99,8 +106,10 @@ def load_mm1(
         topics=TopicSelection(
             include=split_patterns(whitelist), exclude=split_patterns(blacklist or "")
         ),
-        num_streams=1 if num_streams is None else num_streams,
-        offset_commit_interval_ms=60_000 if commit_ms is None else commit_ms,
+        num_streams=DEFAULT_NUM_STREAMS if num_streams is None else num_streams,
+        offset_commit_interval_ms=DEFAULT_OFFSET_COMMIT_INTERVAL_MS
+        if commit_ms is None
+        else commit_ms,
         abort_on_send_failure=True if abort_on_send_failure is None else abort_on_send_failure,
         auto_offset_reset=start,
         dialect="mm1",

@@ -273,6 +273,11 @@ class DrConfig:
         return any(p.fullmatch(group) for p in inc) and not any(p.fullmatch(group) for p in exc)
 
 
+# Defaults every dialect, flag help text and the environment table use (MirrorMaker 1's own).
+DEFAULT_NUM_STREAMS = 1
+DEFAULT_OFFSET_COMMIT_INTERVAL_MS = 60_000
+
+
 @dataclass(frozen=True)
 class MirrorConfig:
     """Everything one mirror (all its streams) needs. Built once, never mutated."""
@@ -282,8 +287,8 @@ class MirrorConfig:
     group_id: str
     topics: TopicSelection = field(default_factory=TopicSelection)
     rename: RenamePolicy = field(default_factory=RenamePolicy)
-    num_streams: int = 1
-    offset_commit_interval_ms: int = 60_000
+    num_streams: int = DEFAULT_NUM_STREAMS
+    offset_commit_interval_ms: int = DEFAULT_OFFSET_COMMIT_INTERVAL_MS
     abort_on_send_failure: bool = True
     partitioning: Literal["same", "hash"] = "same"
     # Where a partition without a committed offset starts; "none" = fail instead (Java's

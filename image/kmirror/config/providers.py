@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 
 from kmirror.config.properties import load_properties
+from kmirror.config.secret import read_secret_text
 from kmirror.errors import ConfigError
 
 _PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
@@ -39,7 +40,7 @@ def resolve_placeholders(
         if provider in ("file", "directory"):
             file_path, _, item = rest.rpartition(":")
             if provider == "directory":
-                return _read(os.path.join(file_path, item), key, path)
+                return read_secret_text(os.path.join(file_path, item), f"{path}: {key}")
             found = load_properties(file_path)
             if item not in found:
                 raise ConfigError(f"{path}: {key}: {file_path} has no key {item!r}")
@@ -60,11 +61,3 @@ def resolve_placeholders(
             "expand them; ${env:NAME} is the portable spelling)"
         )
     return out
-
-
-def _read(file_path: str, key: str, path: str) -> str:
-    try:
-        with open(file_path, encoding="utf-8") as fh:
-            return fh.read().rstrip("\r\n")
-    except OSError as exc:
-        raise ConfigError(f"{path}: {key} refers to {file_path}, which cannot be read") from exc

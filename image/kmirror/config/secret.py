@@ -6,6 +6,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from kmirror.errors import ConfigError
+
 MASK = "***"
 
 # librdkafka and Java client keys whose values are credentials. Matched on the key's last
@@ -76,3 +78,16 @@ def seal(conf: Mapping[str, str]) -> dict[str, str | Secret]:
 def unseal(conf: Mapping[str, str | Secret]) -> dict[str, str]:
     """The plain dict librdkafka needs. Call it only where the client is created."""
     return {k: reveal(v) for k, v in conf.items()}
+
+
+def read_secret_text(path: str, named_by: str) -> str:
+    """A mounted secret file's content without its trailing newline (what `echo` into a file
+    or a Kubernetes Secret leaves). `named_by` says who pointed at the file, for the error."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().rstrip("\r\n")
+    except OSError as exc:
+        raise ConfigError(
+            f"{named_by} names {path!r}, which cannot be read ({exc.strerror or exc}): mount "
+            "the secret there or fix the path"
+        ) from exc

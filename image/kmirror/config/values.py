@@ -4,8 +4,9 @@ where the value came from (a flag, a key, a variable) and what is accepted."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from kmirror.config import env as envvars
 from kmirror.config.secret import is_secret_key
 from kmirror.errors import ConfigError
 
@@ -60,4 +61,17 @@ def unrendered(props: Mapping[str, str], where: str) -> None:
             f"{where} contains unrendered environment placeholders: {'; '.join(found)}. Render "
             "the file first (e.g. `envsubst < in > out`, as the MirrorMaker entrypoint did) or "
             "let the kmirror image's entrypoint render its templates from the environment"
+        )
+
+
+def enforce_strict(
+    notes: Sequence[str], environ: Mapping[str, str] | None, flag: bool = False, label: str = ""
+) -> None:
+    """--strict or KMIRROR_STRICT=true: every configuration warning stops the start (exit 2),
+    all of them listed. `label` names what asked for it in the message."""
+    strict = flag or parse_bool(envvars.get("KMIRROR_STRICT", environ), "KMIRROR_STRICT")
+    if strict and notes:
+        listed = "\n".join(f"  - {n}" for n in notes)
+        raise ConfigError(
+            f"{label or 'KMIRROR_STRICT'}: {len(notes)} configuration warning(s):\n{listed}"
         )

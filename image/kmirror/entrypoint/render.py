@@ -22,7 +22,7 @@ from kmirror.config import env as envvars
 from kmirror.config.kudo import Side, security_from_env
 from kmirror.config.model import ConfValue
 from kmirror.config.secret import Secret, is_secret_key, reveal
-from kmirror.config.values import parse_bool, parse_int
+from kmirror.config.values import enforce_strict, parse_bool, parse_int
 from kmirror.entrypoint.templating import Expander, Rendered, expand_properties
 from kmirror.errors import ConfigError
 
@@ -95,9 +95,7 @@ def build_plan(environ: Mapping[str, str]) -> Plan:
             raise ConfigError(
                 f"{name} renders an empty {key}: set {variable} (or fix the template)"
             )
-    if notes and parse_bool(envvars.get("KMIRROR_STRICT", env), "KMIRROR_STRICT"):
-        listed = "\n".join(f"  - {n}" for n in notes)
-        raise ConfigError(f"KMIRROR_STRICT: {len(notes)} configuration warning(s):\n{listed}")
+    enforce_strict(notes, env)
     return Plan(
         files=files,
         origins=origins,

@@ -28,7 +28,7 @@ from dotenv.variables import Variable, parse_variables
 from kmirror.config import env as envvars
 from kmirror.config.model import ConfValue
 from kmirror.config.properties import dump_properties, parse_properties
-from kmirror.config.secret import Secret, is_secret_key, unseal
+from kmirror.config.secret import Secret, is_secret_key, read_secret_text, unseal
 from kmirror.errors import ConfigError
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -81,7 +81,7 @@ class Expander:
         if value:
             secret = is_secret_key(name)
         elif path:
-            value, secret = read_secret(file_var, path), True
+            value, secret = read_secret_text(path, file_var), True
         elif default is not None:
             value, secret = default, False
         else:
@@ -125,18 +125,6 @@ class Expander:
                 raise ConfigError(
                     f"{where}: ${name} is not expanded (envsubst syntax): write ${{{name}}}"
                 )
-
-
-def read_secret(variable: str, path: str) -> str:
-    """A mounted secret file's content without its trailing newline (as env.py reads them)."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read().rstrip("\r\n")
-    except OSError as exc:
-        raise ConfigError(
-            f"{variable} names {path!r}, which cannot be read ({exc.strerror or exc}): mount "
-            "the secret there or fix the path"
-        ) from exc
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from kmirror import logsetup
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def root() -> Iterator[logging.Logger]:
+    """The root logger, given back as it was (pytest's own handlers included)."""
+    r = logging.getLogger()
+    handlers, level = r.handlers[:], r.level
+    yield r
+    r.handlers[:] = handlers
+    r.setLevel(level)
+
+
+def test_configure_installs_one_redacting_handler(
+    root: logging.Logger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    logsetup.configure("WARN", pattern="%p %c: %m", secrets=["hunter22"])
+    assert len(root.handlers) == 1 and root.level == logging.WARNING
+    logging.getLogger("kmirror.x").warning("password is %s", "hunter22")
+    logging.getLogger("kmirror.x").info("not shown")
+    assert err.getvalue() == "WARNING kmirror.x: password is ***\n"
+
+
+def test_configure_without_replace_keeps_existing_handlers(root: logging.Logger) -> None:
+    mine = logging.NullHandler()
+    root.handlers[:] = [mine]
+    root.setLevel(logging.ERROR)
+    logsetup.configure("DEBUG", replace=False)
+    assert root.handlers == [mine] and root.level == logging.ERROR
+    root.handlers[:] = []
+    logsetup.configure("DEBUG", replace=False)
+    assert len(root.handlers) == 1 and root.level == logging.DEBUG
