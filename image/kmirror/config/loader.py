@@ -70,7 +70,8 @@ _COMMON = (
     (
         "--replication-factor",
         "replication_factor",
-        "replication factor of created topics (-1 = broker default)",
+        "replication factor of created topics (-1 = the source topic's when the target has "
+        "enough brokers, else the broker default)",
     ),
     ("--group-id", "group_id", "consumer group (overrides the dialect's group.id)"),
     ("--metrics-port", "metrics_port", "port of /metrics, /healthz (0 disables)"),
@@ -82,6 +83,11 @@ _COMMON = (
         "refresh_topics_interval_s",
         "seconds between topic list refreshes (default 5)",
     ),
+    (
+        "--sync-topic-configs-interval-s",
+        "sync_topic_configs_interval_s",
+        "seconds between topic config syncs (MM2 sync.topic.configs.interval.seconds; 600)",
+    ),
 )
 _METAVARS = {
     "consumer_config": "FILE", "producer_config": "FILE", "mm2_config": "FILE",
@@ -91,7 +97,8 @@ _METAVARS = {
     "external_cluster_type": "SOURCE|DESTINATION", "partitioning": "same|hash",
     "rename_policy": "identity|prefix", "source_alias": "ALIAS", "replication_factor": "N",
     "group_id": "GROUP", "metrics_port": "PORT", "log_level": "LEVEL",
-    "log_format": "text|json", "refresh_topics_interval_s": "SECONDS", "clusters": "ALIAS,...",
+    "log_format": "text|json", "refresh_topics_interval_s": "SECONDS",
+    "sync_topic_configs_interval_s": "SECONDS", "clusters": "ALIAS,...",
     "flow": "A->B",
 }  # fmt: skip
 _KUDO_ENV = (
@@ -291,6 +298,11 @@ def _common(
     interval = _text(a.get("refresh_topics_interval_s"))
     if interval is not None:
         changes["refresh_topics_interval_s"] = parse_float(interval, "--refresh-topics-interval-s")
+    sync = pick("sync_topic_configs_interval_s", "KMIRROR_SYNC_TOPIC_CONFIGS_INTERVAL_S")
+    if sync is not None:
+        changes["sync_topic_configs_interval_s"] = parse_float(
+            sync, "--sync-topic-configs-interval-s"
+        )
     if a.get("no_create_topics"):
         changes["create_topics"] = False
     return dataclasses.replace(config, **changes, notes=config.notes + tuple(notes))

@@ -35,6 +35,7 @@ from kmirror.metrics.http import HealthServer
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.lifeline import ParentWatch, ThrottledLog, set_parent_death_signal
 from kmirror.mirror.stream import Stream, StreamState
+from kmirror.mirror.topicconfigs import ConfigSync
 
 log = logging.getLogger(__name__)
 
@@ -209,12 +210,16 @@ class Supervisor:
             assert proc.pid is not None
             self._pids[proc.pid] = sid
         log.info("started streams=%d group=%s", self._config.num_streams, self._config.group_id)
+        done = threading.Event()
+        if self._config.sync_topic_configs:
+            ConfigSync(self._config, self._registry).start(done)
         try:
             while len(self._codes) < self._config.num_streams:
                 self._drain(inbox)
                 self._reap()
                 self._maybe_stop()
         finally:
+            done.set()
             self._drain(inbox)
             if self._server:
                 self._server.stop()
