@@ -1,4 +1,5 @@
-"""Named single-node KRaft Kafka clusters on this machine, for tests, demos and benchmarks.
+"""Named KRaft Kafka clusters on this machine, for tests, demos and benchmarks: single-node by
+default, or `--nodes N` brokers in one quorum (quorum_specs).
 
 Each cluster is one JVM (combined broker + controller) started from the jars that
 ``scripts/resolve-jars kafka`` puts in the cache. Its files live in
@@ -90,6 +91,8 @@ class ClusterSpec:
     name: str
     port: int
     overrides: dict[str, str] = field(default_factory=dict, hash=False)
+    # The id a fresh data directory is formatted with (nodes of one quorum share it); None: new.
+    cluster_id: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not _NAME_RE.match(self.name):
@@ -526,7 +529,7 @@ def _start_one(spec: ClusterSpec, fresh: bool, timeout: float) -> StartResult:
     new_data = fresh or cid is None or not (f["data"] / "meta.properties").exists()
     if new_data:
         shutil.rmtree(f["data"], ignore_errors=True)
-        cid = new_cluster_id()
+        cid = spec.cluster_id or new_cluster_id()
         f["id"].write_text(cid + "\n")
     assert cid is not None
     f["data"].mkdir(exist_ok=True)
@@ -593,6 +596,26 @@ def up(
                 raise ClusterError(f"port {p} used by both {ports[p]} and {s.name}")
             ports[p] = s.name
     return _start_many(specs, fresh, timeout)
+
+
+def quorum_specs(name: str, port: int, nodes: int) -> list[ClusterSpec]:
+    """A cluster of `nodes` brokers, each also a controller voter: nodes `<name>-1..N` on client
+    ports port, port+2, ... (controllers +1). Start them together with up(..., fresh=True): a
+    node answers only once a majority of voters runs. The bootstrap is every node's address."""
+    if nodes < 1:
+        raise ClusterError(f"{name}: nodes must be >= 1")
+    cid = new_cluster_id()
+    specs = [ClusterSpec(f"{name}-{i + 1}", port + 2 * i) for i in range(nodes)]
+    voters = ",".join(f"{i + 1}@{HOST}:{s.controller_port}" for i, s in enumerate(specs))
+    return [
+        ClusterSpec(
+            s.name,
+            s.port,
+            {"node.id": str(i + 1), "controller.quorum.voters": voters},
+            cluster_id=cid,
+        )
+        for i, s in enumerate(specs)
+    ]
 
 
 def start(names: Iterable[str], timeout: float = START_TIMEOUT_S) -> dict[str, StartResult]:
@@ -731,7 +754,7 @@ def _print_status(names: Sequence[str]) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="kafka-local",
-        description="Start/stop named single-node KRaft Kafka clusters on 127.0.0.1.",
+        description="Start/stop named KRaft Kafka clusters (single-node or --nodes N) on 127.0.0.1",
     )
     sub = p.add_subparsers(dest="cmd", required=True)
 
@@ -749,6 +772,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="server.properties override for one cluster; repeatable",
     )
     up_p.add_argument("--fresh", action="store_true", help="wipe existing data first")
+    up_p.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        help="brokers per cluster (>1: nodes NAME-1..N on ports PORT, PORT+2, ...; fresh data)",
+    )
     up_p.add_argument("--timeout", type=float, default=START_TIMEOUT_S)
 
     down_p = sub.add_parser("down", help="stop clusters and remove their data")
@@ -778,8 +807,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.cmd == "up":
             ports = _parse_clusters(args.cluster)
             sets = _parse_sets(args.set, ports)
-            specs = [ClusterSpec(n, p, sets[n]) for n, p in ports.items()]
-            up(specs, fresh=args.fresh, timeout=args.timeout)
+            if args.nodes > 1:
+                specs = [s for n, p in ports.items() for s in quorum_specs(n, p, args.nodes)]
+                up(specs, fresh=True, timeout=args.timeout)
+            else:
+                specs = [ClusterSpec(n, p, sets[n]) for n, p in ports.items()]
+                up(specs, fresh=args.fresh, timeout=args.timeout)
         elif args.cmd == "down":
             names = args.names or known_clusters()
             if not names:
