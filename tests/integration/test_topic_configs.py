@@ -4,6 +4,7 @@ created; a target topic someone else configured is left alone and its drift repo
 from __future__ import annotations
 
 import contextlib
+import re
 from pathlib import Path
 
 import pytest
@@ -66,15 +67,22 @@ def test_topic_configs_follow_the_source(tmp_path: Path, clusters: Clusters, mak
                 "the new retention.ms on the target",
             )
             assert topic_config(dst, ours)["message.timestamp.type"] == "CreateTime"
+            metrics = mirror.get("/metrics")[1]
+            synced = re.search(r"^kmirror_topics_synced_configs_total (\S+)$", metrics, re.M)
+            assert synced is not None and float(synced[1]) >= 1, metrics
 
             def drift_reported() -> float | None:
-                return gauge(mirror.get("/metrics")[1], "kmirror_topics_config_drift", theirs, -1)
+                return gauge(
+                    mirror.get("/metrics")[1], "kmirror_topics_drifted_configs", theirs, -1
+                )
 
             assert wait_until(drift_reported, 60, 0.5, "the drift metric") == 1
             assert f"target topic {theirs} differs from source topic {theirs}" in mirror.log
             assert "retention.ms (source 222222222, target 333333333)" in mirror.log
             assert topic_config(dst, theirs)["retention.ms"] == "333333333"  # not touched
-            assert gauge(mirror.get("/metrics")[1], "kmirror_topics_config_drift", ours, -1) is None
+            assert (
+                gauge(mirror.get("/metrics")[1], "kmirror_topics_drifted_configs", ours, -1) is None
+            )
             assert mirror.stop() == 0, mirror.log
     finally:
         with contextlib.suppress(Exception):

@@ -9,7 +9,7 @@ Which target topics kmirror may change: those whose configs matched the source's
 process first saw them — a topic kmirror created (with the source's configs) or adopted from an
 identical state — and that kmirror keeps identical from then on. A target topic that differed
 at first sight was configured by someone else: kmirror does not touch it and reports the
-drift as a warning and as `kmirror_topics_config_drift{topic}`. Setting its configs to the
+drift as a warning and as `kmirror_topics_drifted_configs{topic}`. Setting its configs to the
 source's once hands it to kmirror. Target-only overrides (a longer retention on a DR cluster)
 are never removed.
 """
@@ -54,14 +54,14 @@ class ConfigSync:
         self._foreign: set[str] = set()  # differed at first sight: reported, never changed
         self._reported: set[str] = set()  # topics with a drift gauge
         self._drift = Gauge(
-            "kmirror_topics_config_drift",
+            "kmirror_topics_drifted_configs",
             "Topic configs that differ from the source's on a target topic kmirror did not "
             "create (reported, not changed)",
             ["topic"],
             registry=registry,
         )
         self._synced = Counter(
-            "kmirror_topics_configs_synced",
+            "kmirror_topics_synced_configs",
             "Topic configs set on the target to follow a change on the source",
             registry=registry,
         )
