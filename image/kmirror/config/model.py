@@ -230,7 +230,7 @@ class MirrorConfig:
             (0 <= self.metrics_port <= 65535, "the metrics port must be 0..65535"),
             (
                 self.replication_factor == -1 or self.replication_factor >= 1,
-                "replication factor must be -1 (broker default) or >= 1",
+                "replication factor must be -1 (the source topic's) or >= 1",
             ),
             (bool(self.group_id.strip()), "group.id is empty: set group.id in the consumer config"),
         ]

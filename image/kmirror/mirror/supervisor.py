@@ -33,7 +33,12 @@ from kmirror.logsetup import configure
 from kmirror.metrics.aggregate import StreamsCollector, snapshot
 from kmirror.metrics.http import HealthServer
 from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.lifeline import ParentWatch, ThrottledLog, set_parent_death_signal
+from kmirror.mirror.lifeline import (
+    ParentWatch,
+    SnapshotQueue,
+    ThrottledLog,
+    set_parent_death_signal,
+)
 from kmirror.mirror.stream import Stream, StreamState
 from kmirror.mirror.topicconfigs import ConfigSync
 
@@ -198,7 +203,7 @@ class Supervisor:
             )
             self._server.start()
         ctx = mp.get_context("spawn")
-        inbox = ctx.Queue()
+        inbox = SnapshotQueue(ctx=ctx)
         for sid in range(self._config.num_streams):
             proc = ctx.Process(
                 target=self._target,
