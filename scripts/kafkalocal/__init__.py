@@ -24,7 +24,7 @@ from scripts.kafkalocal.broker import pid_alive, read_pid, server_properties
 from scripts.kafkalocal.cli import main
 from scripts.kafkalocal.health import log_tail, port_open, probe, status
 from scripts.kafkalocal.java import java_bin, kafka_jar_dir
-from scripts.kafkalocal.lifecycle import down, restart, start, stop, stop_one, up
+from scripts.kafkalocal.lifecycle import down, quorum_specs, restart, start, stop, stop_one, up
 from scripts.kafkalocal.spec import (
     DEFAULT_CLUSTERS,
     HOST,
@@ -65,6 +65,7 @@ __all__ = [
     "pid_alive",
     "port_open",
     "probe",
+    "quorum_specs",
     "read_pid",
     "restart",
     "server_properties",

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from scripts.kafkalocal.health import status
-from scripts.kafkalocal.lifecycle import down, restart, start, stop, up
+from scripts.kafkalocal.lifecycle import down, quorum_specs, restart, start, stop, up
 from scripts.kafkalocal.spec import (
     DEFAULT_CLUSTERS,
     START_TIMEOUT_S,
@@ -53,11 +53,12 @@ def _print_lines(lines: Iterable[str]) -> None:
 def _cmd_up(args: Any) -> None:
     ports = _parse_clusters(args.cluster)
     sets = _parse_sets(args.set, ports)
-    up(
-        [ClusterSpec(n, p, sets[n]) for n, p in ports.items()],
-        fresh=args.fresh,
-        timeout=args.timeout,
-    )
+    if args.nodes > 1:
+        specs = [s for n, p in ports.items() for s in quorum_specs(n, p, args.nodes)]
+        up(specs, fresh=True, timeout=args.timeout)
+    else:
+        specs = [ClusterSpec(n, p, sets[n]) for n, p in ports.items()]
+        up(specs, fresh=args.fresh, timeout=args.timeout)
 
 
 def _cmd_down(args: Any) -> None:
@@ -111,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="server.properties override for one cluster; repeatable",
     )
     up_p.add_argument("--fresh", action="store_true", help="wipe existing data first")
+    up_p.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        help="brokers per cluster (>1: nodes NAME-1..N on ports PORT, PORT+2, ...; fresh data)",
+    )
     up_p.add_argument("--timeout", type=float, default=START_TIMEOUT_S)
 
     down_p = sub.add_parser("down", help="stop clusters and remove their data")

@@ -16,6 +16,7 @@ from scripts.kafkalocal.health import port_open, wait_healthy
 from scripts.kafkalocal.java import cds_pending_file, cds_publish, kafka_jar_dir
 from scripts.kafkalocal.spec import (
     DEFAULT_CLUSTERS,
+    HOST,
     START_TIMEOUT_S,
     STOP_TIMEOUT_S,
     ClusterError,
@@ -71,7 +72,7 @@ def _start_one(spec: ClusterSpec, fresh: bool, timeout: float) -> StartResult:
     new_data = fresh or cid is None or not (f["data"] / "meta.properties").exists()
     if new_data:
         shutil.rmtree(f["data"], ignore_errors=True)
-        cid = new_cluster_id()
+        cid = spec.cluster_id or new_cluster_id()
         f["id"].write_text(cid + "\n")
     assert cid is not None
     f["data"].mkdir(exist_ok=True)
@@ -138,6 +139,26 @@ def up(
                 raise ClusterError(f"port {p} used by both {ports[p]} and {s.name}")
             ports[p] = s.name
     return _start_many(specs, fresh, timeout)
+
+
+def quorum_specs(name: str, port: int, nodes: int) -> list[ClusterSpec]:
+    """A cluster of `nodes` brokers, each also a controller voter: nodes `<name>-1..N` on client
+    ports port, port+2, ... (controllers +1). Start them together with up(..., fresh=True): a
+    node answers only once a majority of voters runs. The bootstrap is every node's address."""
+    if nodes < 1:
+        raise ClusterError(f"{name}: nodes must be >= 1")
+    cid = new_cluster_id()
+    specs = [ClusterSpec(f"{name}-{i + 1}", port + 2 * i) for i in range(nodes)]
+    voters = ",".join(f"{i + 1}@{HOST}:{s.controller_port}" for i, s in enumerate(specs))
+    return [
+        ClusterSpec(
+            s.name,
+            s.port,
+            {"node.id": str(i + 1), "controller.quorum.voters": voters},
+            cluster_id=cid,
+        )
+        for i, s in enumerate(specs)
+    ]
 
 
 def start(names: Iterable[str], timeout: float = START_TIMEOUT_S) -> dict[str, StartResult]:

@@ -32,6 +32,8 @@ class ClusterSpec:
     name: str
     port: int
     overrides: dict[str, str] = field(default_factory=dict, hash=False)
+    # The id a fresh data directory is formatted with (nodes of one quorum share it); None: new.
+    cluster_id: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not _NAME_RE.match(self.name):

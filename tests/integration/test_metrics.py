@@ -15,8 +15,9 @@ pytestmark = pytest.mark.integration
 
 
 def gauge(text: str, name: str, topic: str, partition: int) -> float | None:
+    """A sample of /metrics by topic and partition (-1: a metric without a partition label)."""
     for line in text.splitlines():
-        labels = (f'topic="{topic}"', f'partition="{partition}"')
+        labels = (f'topic="{topic}"', *([f'partition="{partition}"'] if partition >= 0 else []))
         if line.startswith(name + "{") and all(label in line for label in labels):
             return float(line.rsplit(" ", 1)[1])
     return None

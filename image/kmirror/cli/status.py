@@ -20,7 +20,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
 from kmirror.cli.check import plan
@@ -103,6 +103,7 @@ def read_progress(config: MirrorConfig, admin: AdminClient, timeout: float) -> d
         **unseal(config.target.client_conf("consumer")),
         "group.id": f"{config.group_id}.status",  # required by the client; assign() joins none
         "enable.auto.commit": False,
+        "enable.partition.eof": True,
         "isolation.level": "read_committed",
         "logger": logging.getLogger("kmirror.librdkafka"),
     }
@@ -114,9 +115,14 @@ def read_progress(config: MirrorConfig, admin: AdminClient, timeout: float) -> d
             if time.monotonic() > deadline:
                 raise ClusterError(f"could not read the progress topic {topic} within {timeout}s")
             for msg in consumer.consume(1000, 0.5):
-                if msg.error() is not None:
-                    raise ClusterError(f"reading the progress topic {topic}: {msg.error()}")
                 key = (topic, int(msg.partition() or 0))
+                err = msg.error()
+                if err is not None and err.code() == KafkaError._PARTITION_EOF:
+                    # The end, also when the last offsets are transaction markers (not read).
+                    todo.pop(key, None)
+                    continue
+                if err is not None:
+                    raise ClusterError(f"reading the progress topic {topic}: {err}")
                 if int(msg.offset() or 0) + 1 >= todo.get(key, 0):
                     todo.pop(key, None)
                 src_topic, partition, book = decode_record(msg.key() or b"", msg.value())

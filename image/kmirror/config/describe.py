@@ -47,9 +47,11 @@ def describe(config: MirrorConfig) -> str:
         + (
             f", replication factor {c.replication_factor}"
             if c.replication_factor != -1
-            else ", broker default replication factor"
+            else ", the source's replication factor (broker default if the target is smaller)"
         ),
-        f"sync configs:   {'yes' if c.sync_topic_configs else 'no'} (excluding {excludes})",
+        "sync configs:   "
+        + (f"every {c.sync_topic_configs_interval_s:g} s" if c.sync_topic_configs else "no")
+        + f" (excluding {excludes})",
         f"topic refresh:  every {c.refresh_topics_interval_s:g} s",
         f"metrics port:   {c.metrics_port or 'disabled'}",
         f"logging:        {c.log_level}, {'json' if c.log_json else 'text'}"

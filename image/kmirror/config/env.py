@@ -133,8 +133,15 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("KMIRROR_PARTITIONING", "same (source partition number) or hash (re-partition)", "same"),
     EnvVar(
         "KMIRROR_REPLICATION_FACTOR",
-        "Replication factor of topics created on the target (-1 = broker default)",
+        "Replication factor of topics created on the target (-1 = the source topic's when the "
+        "target has enough brokers, else the target broker's default)",
         "-1",
+    ),
+    EnvVar(
+        "KMIRROR_SYNC_TOPIC_CONFIGS_INTERVAL_S",
+        "Seconds between topic config syncs, source to target (MM2: "
+        "sync.topic.configs.interval.seconds)",
+        "600",
     ),
     EnvVar("KMIRROR_METRICS_PORT", "Port of /metrics, /healthz and /readyz (0 disables)", "9404"),
     EnvVar("KMIRROR_LOG_FORMAT", "text or json (one JSON object per line)", "text"),

@@ -81,7 +81,8 @@ _COMMON = (
     (
         "--replication-factor",
         "replication_factor",
-        "replication factor of created topics (-1 = broker default)",
+        "replication factor of created topics (-1 = the source topic's when the target has "
+        "enough brokers, else the broker default)",
     ),
     ("--group-id", "group_id", "consumer group (overrides the dialect's group.id)"),
     ("--metrics-port", "metrics_port", "port of /metrics, /healthz (0 disables)"),
@@ -92,6 +93,11 @@ _COMMON = (
         "--refresh-topics-interval-s",
         "refresh_topics_interval_s",
         "seconds between topic list refreshes (default 5)",
+    ),
+    (
+        "--sync-topic-configs-interval-s",
+        "sync_topic_configs_interval_s",
+        "seconds between topic config syncs (MM2 sync.topic.configs.interval.seconds; 600)",
     ),
 )
 _METAVARS = {
@@ -107,6 +113,7 @@ _METAVARS = {
     "checkpoints_interval_s": "SECONDS", "heartbeats_interval_s": "SECONDS",
     "sync_group_offsets_interval_s": "SECONDS", "emit_checkpoints": "BOOL",
     "emit_heartbeats": "BOOL", "sync_group_offsets": "BOOL",
+    "sync_topic_configs_interval_s": "SECONDS",
 }  # fmt: skip
 _KUDO_ENV = (
     "MIRROR_MAKER_THIS_BOOTSTRAP_SERVERS",
@@ -305,6 +312,11 @@ def _common(
     interval = _text(a.get("refresh_topics_interval_s"))
     if interval is not None:
         changes["refresh_topics_interval_s"] = parse_float(interval, "--refresh-topics-interval-s")
+    sync = pick("sync_topic_configs_interval_s", "KMIRROR_SYNC_TOPIC_CONFIGS_INTERVAL_S")
+    if sync is not None:
+        changes["sync_topic_configs_interval_s"] = parse_float(
+            sync, "--sync-topic-configs-interval-s"
+        )
     if a.get("no_create_topics"):
         changes["create_topics"] = False
     return dataclasses.replace(config, **changes, notes=config.notes + tuple(notes))

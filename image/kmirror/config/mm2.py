@@ -7,14 +7,16 @@ kmirror runs exactly one replication flow `A->B` of the file. What it takes from
   Unprefixed client settings apply to every cluster, as in MM2; the more specific one wins.
 * Flow settings, `A->B.<name>` winning over a top-level `<name>`: `enabled`, `topics`,
   `topics.exclude` (old: `topics.blacklist`), `replication.policy.class` / `.separator`,
-  `tasks.max` (-> streams), `sync.topic.configs.enabled`, `refresh.topics.interval.seconds`,
+  `tasks.max` (-> streams), `sync.topic.configs.enabled` / `.interval.seconds`,
+  `refresh.topics.interval.seconds`,
   `replication.factor`, `config.properties.exclude` (old: `.blacklist`),
   `offset.flush.interval.ms` (-> offset commit interval), and disaster recovery (config/dr.py):
   `emit.checkpoints.*`, `emit.heartbeats.*`, `sync.group.offsets.*`, `groups`, `groups.exclude`.
 
 Deliberate differences from MM2: `refresh.topics.interval.seconds` defaults to 5 s, not 600 s,
 because a new topic must be mirrored within 10 s; an absent `replication.factor` means the
-target broker's default (-1), not 2. MM2 consumes without a consumer group; kmirror commits
+source topic's replication factor when the target has that many brokers, else the target
+broker's default (-1), not 2. MM2 consumes without a consumer group; kmirror commits
 offsets to the group `<A>.consumer.group.id` / `consumer.group.id` / `A->B.consumer.group.id`
 (most specific wins), default `kmirror-<A>-<B>`. A plain `group.id` in mm2.properties is
 Kafka Connect's worker group and is not used.
@@ -58,6 +60,7 @@ _FLOW_SETTINGS = frozenset(
         "replication.policy.separator",
         "tasks.max",
         "sync.topic.configs.enabled",
+        "sync.topic.configs.interval.seconds",
         "refresh.topics.interval.seconds",
         "replication.factor",
         "config.properties.exclude",
@@ -177,6 +180,10 @@ def load_mm2(
         ),
         replication_factor=-1 if rf is None else parse_int(rf, "replication.factor", minimum=-1),
         config_excludes=split_patterns(config_excl) if config_excl else DEFAULT_CONFIG_EXCLUDES,
+        sync_topic_configs_interval_s=parse_float(
+            setting("sync.topic.configs.interval.seconds", "600") or "600",
+            "sync.topic.configs.interval.seconds",
+        ),
         refresh_topics_interval_s=parse_float(
             setting("refresh.topics.interval.seconds", "5") or "5",
             "refresh.topics.interval.seconds",

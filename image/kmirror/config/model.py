@@ -296,6 +296,8 @@ class MirrorConfig:
     auto_offset_reset: Literal["earliest", "latest", "none"] = "earliest"
     create_topics: bool = True
     sync_topic_configs: bool = True
+    # MM2's sync.topic.configs.interval.seconds and default.
+    sync_topic_configs_interval_s: float = 600.0
     replication_factor: int = -1
     config_excludes: tuple[str, ...] = DEFAULT_CONFIG_EXCLUDES
     refresh_topics_interval_s: float = 5.0
@@ -313,10 +315,14 @@ class MirrorConfig:
             (self.num_streams >= 1, "num.streams must be >= 1"),
             (self.offset_commit_interval_ms > 0, "offset.commit.interval.ms must be > 0"),
             (self.refresh_topics_interval_s > 0, "the topic refresh interval must be > 0"),
+            (
+                self.sync_topic_configs_interval_s > 0,
+                "sync.topic.configs.interval.seconds must be > 0",
+            ),
             (0 <= self.metrics_port <= 65535, "the metrics port must be 0..65535"),
             (
                 self.replication_factor == -1 or self.replication_factor >= 1,
-                "replication factor must be -1 (broker default) or >= 1",
+                "replication factor must be -1 (the source topic's) or >= 1",
             ),
             (bool(self.group_id.strip()), "group.id is empty: set group.id in the consumer config"),
         ]

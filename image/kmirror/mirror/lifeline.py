@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+import multiprocessing.queues
 import os
 import signal
 import threading
@@ -98,3 +99,16 @@ class ThrottledLog:
         more = f" ({self._suppressed} more since the last report)" if self._suppressed else ""
         self._log.warning("%s failed: %s: %s%s", self._what, type(exc).__name__, exc, more)
         self._last, self._suppressed = now, 0
+
+
+_feeder_failures = ThrottledLog(log, "sending metrics and heartbeat to the supervisor")
+
+
+class SnapshotQueue(multiprocessing.queues.Queue):  # type: ignore[type-arg]
+    """The streams' channel to the supervisor. A snapshot its background thread cannot send
+    (a pickling error, a broken pipe) is logged like any other failure instead of a bare
+    traceback on stderr."""
+
+    @staticmethod
+    def _on_queue_feeder_error(e: Exception, obj: object) -> None:
+        _feeder_failures.failed(e)

@@ -34,8 +34,14 @@ from kmirror.logsetup import configure
 from kmirror.metrics.aggregate import StreamsCollector, snapshot
 from kmirror.metrics.http import HealthServer
 from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.lifeline import ParentWatch, ThrottledLog, set_parent_death_signal
+from kmirror.mirror.lifeline import (
+    ParentWatch,
+    SnapshotQueue,
+    ThrottledLog,
+    set_parent_death_signal,
+)
 from kmirror.mirror.stream import DEFAULT_TUNING, Stream, StreamState, Tuning
+from kmirror.mirror.topicconfigs import ConfigSync
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +213,7 @@ class Supervisor:
             self._server.start()
         dr = DrService(self._config, self._registry) if self._config.dr.enabled else None
         ctx = mp.get_context("spawn")
-        inbox = ctx.Queue()
+        inbox = SnapshotQueue(ctx=ctx)
         for sid in range(self._config.num_streams):
             proc = ctx.Process(
                 target=self._target,
@@ -221,6 +227,9 @@ class Supervisor:
         log.info("started streams=%d group=%s", self._config.num_streams, self._config.group_id)
         if dr is not None:
             dr.start()  # checkpoints, group sync, heartbeats (kmirror/dr/service.py)
+        done = threading.Event()
+        if self._config.sync_topic_configs:
+            ConfigSync(self._config, self._registry).start(done)
         try:
             while len(self._codes) < self._config.num_streams:
                 self._drain(inbox)
@@ -230,6 +239,7 @@ class Supervisor:
             if dr is not None:
                 dr.stop.set()
                 dr.join(SHUTDOWN_GRACE_S)
+            done.set()
             self._drain(inbox)
             if self._server:
                 self._server.stop()

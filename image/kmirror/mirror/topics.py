@@ -98,11 +98,12 @@ class TopicManager:
         self, missing: list[str], partitions: Mapping[str, int], mapping: Mapping[str, str]
     ) -> None:
         configs = self._source_configs(missing) if self._config.sync_topic_configs else {}
+        factors = self._replication_factors(missing)
         new = [
             NewTopic(
                 mapping[src],
                 num_partitions=partitions[src],
-                replication_factor=self._config.replication_factor,
+                replication_factor=factors[src],
                 config=configs.get(src, {}),
             )
             for src in missing
@@ -119,6 +120,30 @@ class TopicManager:
         self._await_online(
             [TopicPartition(mapping[src], p) for src in missing for p in range(partitions[src])]
         )
+
+    def _replication_factors(self, topics: list[str]) -> dict[str, int]:
+        """The configured factor, or by default (-1) the source topic's when the target has at
+        least that many brokers; else -1, the target broker's default (with a warning)."""
+        if self._config.replication_factor != -1:
+            return dict.fromkeys(topics, self._config.replication_factor)
+        source = _metadata(self.source, "source").topics
+        brokers = len(_metadata(self.target, "target").brokers)
+        out: dict[str, int] = {}
+        for name in topics:
+            parts = source[name].partitions if name in source else {}
+            factor = max((len(p.replicas) for p in parts.values()), default=-1)
+            if factor > brokers:
+                log.warning(
+                    "source topic %s has replication factor %d but the target only %d broker(s): "
+                    "creating its target with the target broker's default replication factor "
+                    "(set --replication-factor to choose)",
+                    name,
+                    factor,
+                    brokers,
+                )
+                factor = -1
+            out[name] = factor
+        return out
 
     def _grow(self, topic: str, count: int) -> None:
         fut = self.target.create_partitions(

@@ -114,6 +114,8 @@ def test_common_flags_override_the_dialect() -> None:
             "json",
             "--refresh-topics-interval-s",
             "2.5",
+            "--sync-topic-configs-interval-s",
+            "30",
             "--no-create-topics",
             "--abort.on.send.failure",
             "false",
@@ -121,6 +123,7 @@ def test_common_flags_override_the_dialect() -> None:
     )
     assert c.target_topic("orders") == "orders"
     assert (c.partitioning, c.replication_factor, c.group_id) == ("hash", 3, "mine")
+    assert c.sync_topic_configs_interval_s == 30
     assert (c.metrics_port, c.log_level, c.log_json) == (0, "WARN", True)
     assert (c.refresh_topics_interval_s, c.create_topics, c.abort_on_send_failure) == (
         2.5,
@@ -136,6 +139,8 @@ def test_env_stands_in_for_common_flags_only_when_set() -> None:
         {"KMIRROR_RENAME_POLICY": "prefix", "KMIRROR_SOURCE_ALIAS": "dc1", "LOG_LEVEL": "DEBUG"},
     )
     assert (c.target_topic("t"), c.log_level) == ("dc1.t", "DEBUG")
+    c = load([*KUDO], {"KMIRROR_SYNC_TOPIC_CONFIGS_INTERVAL_S": "120"})
+    assert c.sync_topic_configs_interval_s == 120
     # mm2's prefix policy is not overridden by KMIRROR_RENAME_POLICY's documented default.
     assert load(["--mm2.config", seed("seed002-mm2.properties")]).target_topic("t") == "source.t"
 

@@ -113,9 +113,11 @@ def test_flow_settings_win_over_global(write: Write) -> None:
         "tasks.max=2\na->b.tasks.max=4\ntopics.blacklist=ignored\n"
         "offset.flush.interval.ms=10000\nsync.topic.configs.enabled=false\n"
         "replication.factor=3\nconfig.properties.exclude=retention\\\\..*\n"
-        "a->b.refresh.topics.interval.seconds=2\n",
+        "a->b.refresh.topics.interval.seconds=2\n"
+        "sync.topic.configs.interval.seconds=60\n",
     )
     c = load_mm2(path, environ={})
+    assert c.sync_topic_configs_interval_s == 60
     assert c.topics.include == ("orders", "pay.*")
     assert c.topics.exclude == ("x\\.tmp",)
     assert (c.num_streams, c.offset_commit_interval_ms, c.refresh_topics_interval_s) == (

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import threading
 
 import pytest
 
-from kmirror.mirror.lifeline import ORPHAN_EXIT_CODE, ParentWatch, ThrottledLog
+from kmirror.mirror.lifeline import ORPHAN_EXIT_CODE, ParentWatch, SnapshotQueue, ThrottledLog
 
 pytestmark = pytest.mark.unit
 
@@ -51,3 +52,12 @@ def test_repeated_failures_are_logged_once_then_counted(caplog: pytest.LogCaptur
     with caplog.at_level(logging.WARNING, "test.throttle"):
         throttle.failed(OSError("again"))
     assert "(4 more since the last report)" in caplog.records[-1].getMessage()
+
+
+def test_a_snapshot_that_cannot_be_sent_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    outbox = SnapshotQueue(ctx=multiprocessing.get_context("spawn"))
+    with caplog.at_level(logging.WARNING, "kmirror.mirror.lifeline"):
+        outbox.put_nowait(lambda: None)  # pickled by the queue's thread: fails there
+        outbox.close()
+        outbox.join_thread()
+    assert "sending metrics and heartbeat to the supervisor failed: " in caplog.text
