@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.dr.drtools import mm2_config
+from tests.integration.dr.drtools import java_heartbeats, mm2_config
 from tests.kafkatools import (
     Clusters,
     consume_all,
@@ -85,6 +85,9 @@ def test_two_way_prefix_no_loop(tmp_path: Path, clusters: Clusters, name: str) -
         )
         assert ab.stop() == 0, ab.log
         assert ba.stop() == 0, ba.log
+    # MM2's own Heartbeat class reads what kmirror wrote and what crossed.
+    assert ("A", "B") in {(s, t) for s, t, _ in java_heartbeats(b, "heartbeats")}
+    assert ("B", "A") in {(s, t) for s, t, _ in java_heartbeats(b, "A.heartbeats")}
     topics_a, topics_b = list_topics(a), list_topics(b)
     assert f"A.B.{name}" not in topics_b and f"B.A.{name}" not in topics_a
     assert f"B.A.{name}" not in topics_b and f"A.B.{name}" not in topics_a
