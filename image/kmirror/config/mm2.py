@@ -61,6 +61,7 @@ _FLOW_SETTINGS = frozenset(
         "config.properties.exclude",
         "config.properties.blacklist",
         "offset.flush.interval.ms",
+        "progress.topic",
     }
 )
 # MM2 / Kafka Connect settings kmirror knows about and does not implement.
@@ -177,6 +178,7 @@ def load_mm2(
             setting("refresh.topics.interval.seconds", "5") or "5",
             "refresh.topics.interval.seconds",
         ),
+        progress_topic_name=setting("progress.topic") or "",
         dialect="mm2",
         notes=tuple(notes),
     )
