@@ -28,7 +28,8 @@ MM2_PRODUCER = {
     "compression.type": "none",
 }
 # kmirror's consumer waits at most 100 ms for a fetch (fetch.wait.max.ms) and takes up to 5000
-# records per loop (CONSUME_BATCH); the Java consumer's defaults are 500 ms and 500.
+# records per loop (the stream's Tuning.consume_batch); the Java consumer's defaults are 500 ms
+# and 500.
 MM2_CONSUMER = {
     "fetch.max.wait.ms": "100",
     "max.poll.records": "5000",

@@ -3,9 +3,9 @@
     python -m scripts.bench.run --full --only kmirror-1 --experiments linger50,batch20k
 
 Client settings go through the MM1 --consumer.config / --producer.config files, exactly as a
-user would set them. CONSUME_BATCH is a module constant: the variant runs kmirror through
-scripts/bench/kmirror_patched.py, which sets it from KMIRROR_BENCH_CONSUME_BATCH in every
-process (the stream processes re-import the main module when they spawn).
+user would set them. The consume batch and timeout are the engine's `Tuning` (constructor
+arguments, not user settings): the variant runs kmirror through scripts/bench/kmirror_patched.py,
+which passes them from KMIRROR_BENCH_CONSUME_* to every stream process.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ EXPERIMENTS: dict[str, dict[str, object]] = {
             "queued.min.messages": "1000000",
         }
     },
-    # Engine constant: records per consume() call.
+    # Engine tuning: records per consume() call.
     "batch1k": {"env": {"KMIRROR_BENCH_CONSUME_BATCH": "1000"}, "module": PATCHED},
     "batch20k": {"env": {"KMIRROR_BENCH_CONSUME_BATCH": "20000"}, "module": PATCHED},
     # consume() waits for a full batch or this timeout (0.2 s): at low rates, every record

@@ -1,8 +1,8 @@
-"""`kmirror` with stream.CONSUME_BATCH / CONSUME_TIMEOUT_S taken from KMIRROR_BENCH_CONSUME_BATCH /
-KMIRROR_BENCH_CONSUME_TIMEOUT_S (experiments only; the engine itself is unchanged).
+"""`kmirror run` with the engine's tuning (records per consume call, the wait for a first record)
+taken from KMIRROR_BENCH_CONSUME_BATCH / KMIRROR_BENCH_CONSUME_TIMEOUT_S (experiments only).
 
-The patch runs at import, so it also applies in the stream processes: multiprocessing's spawn
-re-imports this main module in every child before it runs the stream.
+The values reach every stream process through the supervisor's `tuning` argument, the same way
+the defaults do: no module constant is patched.
 """
 
 from __future__ import annotations
@@ -10,16 +10,32 @@ from __future__ import annotations
 import os
 import sys
 
-import kmirror.mirror.stream as _stream
+from kmirror.cli.main import build_parser
+from kmirror.cli.run import run
+from kmirror.errors import KmirrorError
+from kmirror.mirror.stream import Tuning
 
-_batch = os.environ.get("KMIRROR_BENCH_CONSUME_BATCH")
-if _batch:
-    _stream.CONSUME_BATCH = int(_batch)
-_timeout = os.environ.get("KMIRROR_BENCH_CONSUME_TIMEOUT_S")
-if _timeout:
-    _stream.CONSUME_TIMEOUT_S = float(_timeout)
+
+def tuning_from_env() -> Tuning:
+    default = Tuning()
+    batch = os.environ.get("KMIRROR_BENCH_CONSUME_BATCH")
+    timeout = os.environ.get("KMIRROR_BENCH_CONSUME_TIMEOUT_S")
+    return Tuning(
+        consume_batch=int(batch) if batch else default.consume_batch,
+        consume_timeout_s=float(timeout) if timeout else default.consume_timeout_s,
+    )
+
+
+def main() -> int:
+    args = build_parser().parse_args()
+    if args.command != "run":
+        raise SystemExit("scripts.bench.kmirror_patched only runs `kmirror run`")
+    try:
+        return run(args, tuning_from_env())
+    except KmirrorError as exc:
+        print(f"kmirror: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
 
 if __name__ == "__main__":
-    from kmirror.cli.main import entry
-
-    sys.exit(entry())  # type: ignore[func-returns-value]
+    sys.exit(main())

@@ -37,8 +37,9 @@ from kmirror.config.model import (
     PRODUCER_DEFAULTS,
     PRODUCER_FORCED,
 )
+from kmirror.mirror.stream import Tuning
 
-CONSUME_BATCH = 5000  # the same batch kmirror's stream uses
+CONSUME_BATCH = Tuning().consume_batch  # the same batch kmirror's stream uses
 POLL_EVERY = 5000
 
 _QUIET = logging.getLogger("bench.librdkafka")

@@ -15,7 +15,6 @@ from kmirror.errors import ConfigError
 from kmirror.logsetup import Redactor, from_log4j_pattern, python_level
 from kmirror.metrics.aggregate import StreamsCollector, snapshot
 from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.stream import StreamState
 
 pytestmark = pytest.mark.unit
 
@@ -145,13 +144,6 @@ def test_streams_merge_into_one_exposition() -> None:
     text = generate_latest(reg).decode()
     assert text.count("# TYPE kmirror_mirror_records_total counter") == 1
     assert reg.get_sample_value("kmirror_mirror_records_total", {"topic": "t", "stream": "1"}) == 11
-
-
-def test_stream_readiness() -> None:
-    assert not StreamState().ready
-    assert StreamState(connected=True, subscribed=0).ready  # nothing to mirror yet
-    assert not StreamState(connected=True, subscribed=2, assigned=0).ready
-    assert StreamState(connected=True, subscribed=2, assigned=1).ready
 
 
 def test_log4j_patterns_and_levels() -> None:

@@ -6,12 +6,13 @@ import argparse
 import logging
 
 from kmirror.config.loader import load_config
+from kmirror.mirror.stream import DEFAULT_TUNING, Tuning
 from kmirror.mirror.supervisor import configure_logging, run_mirror
 
 log = logging.getLogger("kmirror")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, tuning: Tuning = DEFAULT_TUNING) -> int:
     config = load_config(args)
     configure_logging(config)
     for note in config.notes:
@@ -24,4 +25,4 @@ def run(args: argparse.Namespace) -> int:
         config.group_id,
         config.num_streams,
     )
-    return run_mirror(config)
+    return run_mirror(config, tuning)

@@ -63,6 +63,7 @@ _FLOW_SETTINGS = frozenset(
         "config.properties.exclude",
         "config.properties.blacklist",
         "offset.flush.interval.ms",
+        "progress.topic",
         *DR_SETTINGS,
     }
 )
@@ -181,6 +182,7 @@ def load_mm2(
             setting("refresh.topics.interval.seconds", "5") or "5",
             "refresh.topics.interval.seconds",
         ),
+        progress_topic_name=setting("progress.topic") or "",
         dialect="mm2",
         dr=dr_from_mm2(setting),
         notes=tuple(notes),

@@ -32,7 +32,7 @@ from kmirror.logsetup import configure
 from kmirror.metrics.aggregate import StreamsCollector, snapshot
 from kmirror.metrics.http import HealthServer
 from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.stream import Stream, StreamState
+from kmirror.mirror.stream import DEFAULT_TUNING, Stream, StreamState, Tuning
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,9 @@ def configure_logging(config: MirrorConfig) -> None:
 # -- the stream process ----------------------------------------------------------------------
 
 
-def stream_main(config: MirrorConfig, stream_id: int, outbox: Any) -> None:
+def stream_main(
+    config: MirrorConfig, stream_id: int, outbox: Any, tuning: Tuning = DEFAULT_TUNING
+) -> None:
     configure_logging(config)
     stop = threading.Event()
 
@@ -82,7 +84,7 @@ def stream_main(config: MirrorConfig, stream_id: int, outbox: Any) -> None:
             with contextlib.suppress(Exception):  # a full pipe must never stop the copy
                 outbox.put_nowait((stream_id, asdict(state), snapshot(metrics.registry)))
 
-    stream = Stream(config, metrics, stop, stream_id, on_tick=publish)
+    stream = Stream(config, metrics, stop, stream_id, on_tick=publish, tuning=tuning)
     code = 0
     try:
         stream.run()
@@ -103,8 +105,14 @@ def stream_main(config: MirrorConfig, stream_id: int, outbox: Any) -> None:
 
 
 class Supervisor:
-    def __init__(self, config: MirrorConfig, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self,
+        config: MirrorConfig,
+        registry: CollectorRegistry | None = None,
+        tuning: Tuning = DEFAULT_TUNING,
+    ) -> None:
         self._config = config
+        self._tuning = tuning
         self._registry = registry or CollectorRegistry()
         self._streams = StreamsCollector()
         self._registry.register(self._streams)
@@ -171,7 +179,7 @@ class Supervisor:
         for sid in range(self._config.num_streams):
             proc = ctx.Process(
                 target=stream_main,
-                args=(self._config, sid, inbox),
+                args=(self._config, sid, inbox, self._tuning),
                 name=f"kmirror-stream-{sid}",
                 daemon=False,
             )
@@ -251,5 +259,5 @@ class Supervisor:
             self._deadline = None
 
 
-def run_mirror(config: MirrorConfig) -> int:
-    return Supervisor(config).run()
+def run_mirror(config: MirrorConfig, tuning: Tuning = DEFAULT_TUNING) -> int:
+    return Supervisor(config, tuning=tuning).run()

@@ -1,0 +1,334 @@
+"""The record copier: every fetched record handed to a confluent-kafka producer, as it is.
+
+Same key, value (null tombstones kept), headers (order and duplicate keys kept), CreateTime
+timestamp and, with --partitioning same, partition number. The delivery callback never raises:
+failures go to the latch, the stream's loop acts on them.
+
+Progress: a delivery report names the target offset of each record, and per target partition
+reports arrive in send order (idempotent producer). So the copier keeps, per target partition,
+the source offsets in flight as runs of consecutive offsets, pairs each report with the oldest,
+and coalesces the acknowledgements into runs for the progress book; `flush()` settles them into
+the book. After a clean flush everything the consumer delivered is on the target, so the book
+also moves to the consumer's position: that covers what was never copied (transaction markers,
+aborted records) and, with --partitioning hash (a source partition's records land in many target
+partitions, there is no source->target run to keep), everything.
+
+`Copier` is the shape the stream's loop drives; the batch copier (kmirror.mirror.batch) has the
+same shape, so a stream runs either engine.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
+
+from confluent_kafka import (
+    TIMESTAMP_NOT_AVAILABLE,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+
+from kmirror.config.model import MirrorConfig
+from kmirror.errors import SendError, TopicError
+from kmirror.metrics.worker import WorkerMetrics
+from kmirror.mirror import latch as rules
+from kmirror.mirror.connect import await_metadata
+from kmirror.mirror.latch import FailureLatch
+from kmirror.mirror.progress import PartitionBook, ProgressBook
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int]
+CONSUME_BATCH = 5000
+CONSUME_TIMEOUT_S = 0.2
+LATENCY_SAMPLE_MASK = 0xF  # observe one acknowledged record in 16
+
+
+class Copier(Protocol):
+    """What a stream's loop needs from an engine. Acknowledged copies are reported into the
+    stream's progress book; failures into its latch."""
+
+    def connect(self, deadline: float) -> None:
+        """The target answers (start-up), or ClusterError by `deadline` (time.monotonic())."""
+
+    def assign(self, starts: Mapping[Key, int]) -> None:
+        """Copy these source partitions from these offsets (OFFSET_BEGINNING allowed)."""
+
+    def revoke(self, keys: Iterable[Key]) -> None:
+        """Stop copying these partitions (after a flush, or because they were lost)."""
+
+    def step(self) -> None:
+        """One round: take what the source has (waiting briefly when nothing), hand it to the
+        target, serve acknowledgements."""
+
+    def flush(self, timeout: float) -> int:
+        """Wait for every acknowledgement; return how many copies are still outstanding."""
+
+    def rewind(self, positions: Mapping[Key, int]) -> None:
+        """Copy again from these source offsets (after failed sends)."""
+
+    def close(self, timeout: float) -> None:
+        """Release the target side, waiting at most `timeout` for outstanding copies."""
+
+
+class _InFlight:
+    """One target partition: source offsets in flight (send order), acknowledgements not yet
+    settled into the book (one run: source s.., target t.., n records)."""
+
+    __slots__ = ("book", "n", "runs", "s", "t")
+
+    def __init__(self, book: PartitionBook | None) -> None:
+        self.book = book  # None: a partition the book does not know (never acknowledged)
+        self.runs: deque[list[int]] = deque()  # [first source offset, count]
+        self.s = self.t = self.n = 0
+
+    def settle(self) -> None:
+        if self.n and self.book is not None:
+            self.book.acknowledge(self.s, self.t, self.n, self.s + self.n)
+        self.n = 0
+
+
+class RecordCopier:
+    def __init__(
+        self,
+        config: MirrorConfig,
+        consumer: Consumer,
+        metrics: WorkerMetrics,
+        latch: FailureLatch,
+        book: ProgressBook,
+        stop: threading.Event,
+        targets: Mapping[str, str],
+        *,
+        error_cb: Callable[[KafkaError], None],
+        check: Callable[[], None],
+        client_errors: list[KafkaError],
+        consume_batch: int = CONSUME_BATCH,
+        consume_timeout_s: float = CONSUME_TIMEOUT_S,
+    ) -> None:
+        self._config = config
+        self._consumer = consumer
+        self._metrics = metrics
+        self._latch = latch
+        self._book = book
+        self._stop = stop
+        self._targets = targets  # the subscription's live map: source topic -> target topic
+        self._client_errors = client_errors
+        self._check = check  # the stream acts on what the latch recorded (may raise, rewind)
+        self._batch = consume_batch
+        self._timeout = consume_timeout_s
+        self._same = config.partitioning == "same"
+        self._acked = 0
+        # --partitioning same: per target partition, what is in flight (see the module doc).
+        self._flight: dict[str, dict[int, _InFlight]] = {}
+        pconf: dict[str, Any] = {
+            **config.producer_conf(),
+            "on_delivery": self._on_delivery,
+            "error_cb": error_cb,
+            "logger": logging.getLogger("kmirror.librdkafka"),
+        }
+        pconf.pop("statistics.interval.ms", None)
+        self.producer = Producer(pconf)
+
+    # -- the Copier shape ----------------------------------------------------------------------
+
+    def connect(self, deadline: float) -> None:
+        await_metadata(
+            self.producer,
+            lambda: self.producer.poll(0),
+            self._client_errors,
+            deadline,
+            "target",
+            self._config.target.bootstrap_servers,
+        )
+
+    def assign(self, starts: Mapping[Key, int]) -> None:
+        """The consumer's assignment already starts at these offsets."""
+
+    def revoke(self, keys: Iterable[Key]) -> None:
+        for topic, partition in keys:
+            per = self._flight.get(self._target(topic))
+            if per is not None:
+                per.pop(partition, None)
+
+    def step(self) -> None:
+        msgs = self._next_batch()
+        if msgs:
+            self._copy(msgs)
+        self.producer.poll(0)
+
+    def flush(self, timeout: float) -> int:
+        remaining = int(self.producer.flush(timeout))
+        if not remaining and not self._latch.failures:
+            self._settle()
+        return remaining
+
+    def _settle(self) -> None:
+        """Everything handed was acknowledged: report it to the book."""
+        for per in self._flight.values():
+            for flight in per.values():
+                flight.settle()
+        parts = self._book.items()
+        if not parts:
+            return
+        asked = [TopicPartition(t, p) for (t, p), _ in parts]
+        for tp, (_, book) in zip(self._consumer.position(asked), parts, strict=True):
+            if tp.offset >= 0:
+                book.skip(tp.offset)
+
+    def rewind(self, positions: Mapping[Key, int]) -> None:
+        # Called after a flush: nothing is in flight. What failed is forgotten unsettled; the
+        # stream rewinds the book, and everything from `positions` is sent (and reported) again.
+        self._flight.clear()
+        for (topic, partition), offset in positions.items():
+            self._consumer.seek(TopicPartition(topic, partition, offset))
+
+    def close(self, timeout: float) -> None:
+        self.producer.flush(timeout)
+
+    def _target(self, topic: str) -> str:
+        return self._targets.get(topic) or self._config.target_topic(topic)
+
+    # -- copying -------------------------------------------------------------------------------
+
+    def _next_batch(self) -> list[Message]:
+        """What is buffered, up to a full batch; when nothing is, wait for one record only.
+        consume() returns early only once the whole batch is there, so asking for a batch
+        with a timeout would hold a trickle of records back for up to the timeout."""
+        msgs = self._consumer.consume(self._batch, 0)
+        return msgs or self._consumer.consume(1, self._timeout)
+
+    def _copy(self, msgs: list[Message]) -> None:
+        producer = self.producer
+        produce = producer.produce
+        targets = self._targets
+        counts: dict[str, list[int]] = {}
+        same = self._same
+        flights = self._flight
+        for m in msgs:
+            err = m.error()
+            if err is not None:
+                self._consume_error(err)
+                continue
+            topic: str = m.topic()  # type: ignore[assignment]  # set on every fetched record
+            dst = targets.get(topic) or self._config.target_topic(topic)
+            key, value = m.key(), m.value()
+            ts_type, ts = m.timestamp()
+            kwargs: dict[str, Any] = {
+                "key": key,
+                "value": value,
+                "headers": m.headers(),
+                "timestamp": ts if ts_type != TIMESTAMP_NOT_AVAILABLE else 0,
+            }
+            partition: int = m.partition()  # type: ignore[assignment]
+            offset: int = m.offset()  # type: ignore[assignment]
+            if same:
+                kwargs["partition"] = partition
+            while True:
+                try:
+                    produce(dst, **kwargs)
+                    break
+                except BufferError:
+                    # Local queue full: serve acknowledgements until there is room.
+                    producer.poll(0.05)
+                    self._check()
+                except KafkaException as exc:
+                    code = exc.args[0].code()
+                    if code == KafkaError.MSG_SIZE_TOO_LARGE:
+                        raise self._too_large(m, exc) from exc
+                    if code != KafkaError._UNKNOWN_PARTITION:
+                        raise
+                    self._await_partition(dst, partition)
+            # Recorded once produce() took the record: its report will come, in this order.
+            if same:
+                per = flights.get(dst)
+                if per is None:
+                    per = flights[dst] = {}
+                flight = per.get(partition)
+                if flight is None:
+                    flight = per[partition] = _InFlight(self._book.get(topic, partition))
+                runs = flight.runs
+                if runs and runs[-1][0] + runs[-1][1] == offset:
+                    runs[-1][1] += 1
+                else:
+                    runs.append([offset, 1])
+            c = counts.get(dst)
+            if c is None:
+                c = counts[dst] = [0, 0]
+            c[0] += 1
+            c[1] += (len(key) if key else 0) + (len(value) if value else 0)
+        for dst, (n, nbytes) in counts.items():
+            self._metrics.records.labels(dst).inc(n)
+            self._metrics.bytes.labels(dst).inc(nbytes)
+
+    def _consume_error(self, err: KafkaError) -> None:
+        stop = rules.consume_error(err, self._config.group_id)
+        if stop is not None:
+            self._latch.stop(stop)
+        else:
+            log.warning("consume error: %s", err.str())
+
+    def _too_large(self, m: Message, exc: KafkaException) -> SendError:
+        size = len(m.key() or b"") + len(m.value() or b"")
+        limit = self._config.producer_conf().get("message.max.bytes", "1000000")
+        return SendError(
+            f"record {m.topic()}[{m.partition()}] offset {m.offset()} ({size} bytes of key and "
+            f"value) is larger than the producer's message.max.bytes ({limit}): {exc.args[0]}. "
+            "Raise message.max.bytes (Java: max.request.size) in the producer config and "
+            "max.message.bytes of the target topic. Nothing past it was committed"
+        )
+
+    def _await_partition(self, topic: str, partition: int | None) -> None:
+        """The producer's metadata predates a partition we just added: refresh it (bounded)."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not self._stop.is_set():
+            md = self.producer.list_topics(topic, timeout=10)
+            t = md.topics.get(topic)
+            if t is not None and partition is not None and partition in t.partitions:
+                return
+            self._stop.wait(0.5)
+        raise TopicError(
+            f"target topic '{topic}' has no partition {partition} after 30 s: add partitions "
+            "on the target or run with --partitioning hash"
+        )
+
+    # -- the delivery callback: never raises ---------------------------------------------------
+
+    def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
+        source = -1
+        flight = None
+        if self._same:
+            per = self._flight.get(msg.topic())  # type: ignore[arg-type]
+            flight = per.get(msg.partition()) if per is not None else None  # type: ignore[arg-type]
+            if flight is not None and flight.runs:
+                run = flight.runs[0]
+                source = run[0]
+                run[0] += 1
+                run[1] -= 1
+                if not run[1]:
+                    flight.runs.popleft()
+        if err is not None:
+            size = len(msg.key() or b"") + len(msg.value() or b"")
+            self._latch.send_failed(str(msg.topic()), int(msg.partition() or 0), err, size)
+            self._metrics.send_errors.labels(err.name()).inc()
+            return
+        if source >= 0 and flight is not None:
+            target: int = msg.offset()  # type: ignore[assignment]
+            n = flight.n
+            if n and source == flight.s + n and target == flight.t + n:
+                flight.n = n + 1
+            else:
+                flight.settle()
+                flight.s, flight.t, flight.n = source, target, 1
+        self._acked += 1
+        if not self._acked & LATENCY_SAMPLE_MASK:
+            ts_type, ts = msg.timestamp()
+            if ts_type != TIMESTAMP_NOT_AVAILABLE and ts > 0:
+                self._metrics.latency.observe(max(time.time() - ts / 1000.0, 0.0))

@@ -1,0 +1,262 @@
+"""Subscription: which source topics a stream follows, and which partitions the group gave it.
+
+Owns the source consumer's group membership: the periodic topic refresh (select, create the
+targets, subscribe), the assignment callbacks and where each assigned partition starts. What a
+new or revoked partition means for copying and commits is the stream's business: it is told
+through an `AssignmentListener`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+
+from kmirror.config.model import MirrorConfig
+from kmirror.errors import ClusterError, KmirrorError, MirrorError
+from kmirror.metrics.worker import WorkerMetrics
+from kmirror.mirror.latch import FailureLatch
+from kmirror.mirror.topics import TopicManager
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int]
+OFFSETS_TIMEOUT_S = 30
+
+
+@dataclass
+class StreamState:
+    """What the supervisor needs to know about a stream (health and readiness)."""
+
+    heartbeat: float = field(default_factory=time.time)
+    connected: bool = False
+    subscribed: int = 0
+    assigned: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Where an assigned partition starts: a real offset, or OFFSET_BEGINNING for a group with
+    no committed offset under auto.offset.reset=earliest."""
+
+    offset: int
+    committed: bool  # the group's committed offset (else the reset policy's choice)
+
+
+class AssignmentListener(Protocol):
+    def assigned(self, starts: Mapping[Key, Start]) -> None:
+        """New partitions, before the consumer fetches them. May raise KmirrorError."""
+
+    def revoking(self, keys: list[Key]) -> None:
+        """Partitions leave in good order (commit what was acknowledged)."""
+
+    def dropped(self, keys: list[Key]) -> None:
+        """Partitions are gone (after revoking, or lost: no commit allowed)."""
+
+
+class Subscription:
+    def __init__(
+        self,
+        config: MirrorConfig,
+        consumer: Consumer,
+        topics: TopicManager,
+        metrics: WorkerMetrics,
+        latch: FailureLatch,
+        listener: AssignmentListener,
+        state: StreamState,
+        stream_id: int = 0,
+    ) -> None:
+        self._config = config
+        self._consumer = consumer
+        self._topics = topics
+        self._metrics = metrics
+        self._latch = latch
+        self._listener = listener
+        self.state = state
+        self._id = stream_id
+        self.assignment: set[Key] = set()
+        self.targets: dict[str, str] = {}  # source topic -> target topic
+        self._subscribed: list[str] = []
+        self._source_counts: dict[str, int] = {}
+        # A first topic refresh succeeded: later metadata failures are transient (a broker
+        # restart) and are retried instead of stopping the mirror.
+        self.started = False
+        self._next_refresh = 0.0
+        # Cooperative assignors (and KIP-848's consumer protocol) hand partitions out and take
+        # them back incrementally; assign() is refused there.
+        cconf = config.consumer_conf()
+        self._incremental = (
+            cconf.get("partition.assignment.strategy", "").startswith("cooperative")
+            or cconf.get("group.protocol", "classic") == "consumer"
+        )
+
+    # -- topics --------------------------------------------------------------------------------
+
+    def refresh_due(self) -> bool:
+        return time.monotonic() >= self._next_refresh
+
+    def refresh(self) -> None:
+        try:
+            self._refresh()
+        except ClusterError as exc:
+            if not self.started:
+                raise  # start-up: a cluster we cannot reach is an error (exit 3)
+            log.warning("topic refresh failed stream=%d, retrying: %s", self._id, exc)
+            self._next_refresh = time.monotonic() + self._config.refresh_topics_interval_s
+
+    def _refresh(self) -> None:
+        try:
+            md = self._consumer.list_topics(timeout=30)
+        except KafkaException as exc:
+            raise ClusterError(f"could not read source cluster metadata: {exc.args[0]}") from exc
+        self.state.connected = True
+        source = {n: len(t.partitions) for n, t in md.topics.items() if t.error is None}
+        selected = self._config.topics.select(set(source))
+        if selected != self._subscribed:
+            self._topics.ensure({t: source[t] for t in selected})
+            if selected:
+                self._consumer.subscribe(
+                    selected,
+                    on_assign=self._on_assign,
+                    on_revoke=self._on_revoke,
+                    on_lost=self._on_lost,
+                )
+                log.info("subscribed stream=%d topics=%s", self._id, ",".join(selected))
+            elif self._subscribed:
+                self._consumer.unsubscribe()
+            if not selected:
+                log.warning(
+                    "no source topic matches the selection; waiting for one to appear "
+                    "(include=%s exclude=%s)",
+                    self._config.topics.include,
+                    self._config.topics.exclude,
+                )
+            self._subscribed = selected
+            self.state.subscribed = len(selected)
+            self.targets = {t: self._config.target_topic(t) for t in selected}
+        elif {t: source[t] for t in selected} != self._source_counts:
+            # Partition growth on the source: create the target partitions before the group
+            # hands the new ones to anybody. Only on a change: the target is not asked every
+            # refresh, so a target outage cannot stop the refresh.
+            self._topics.ensure({t: source[t] for t in selected})
+        self._source_counts = {t: source[t] for t in selected}
+        self.started = True
+        self._next_refresh = time.monotonic() + self._config.refresh_topics_interval_s
+
+    def _source_partitions(self, wanted: dict[str, int]) -> dict[str, int]:
+        # Runs in the assignment callback: not the consumer's own list_topics(), which there
+        # breaks confluent-kafka's callback state (2.16: the next callback served by the same
+        # consume() aborts the process). The admin client is a separate handle.
+        md = self._topics.source.list_topics(timeout=30)
+        out = {}
+        for name, need in wanted.items():
+            t = md.topics.get(name)
+            out[name] = max(len(t.partitions) if t is not None else 0, need)
+        return out
+
+    # -- assignment callbacks: never raise, record in the latch -----------------------------
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._metrics.rebalances.labels("assign").inc()
+        try:
+            counts: dict[str, int] = {}
+            for tp in partitions:
+                counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
+            self._topics.ensure(self._source_partitions(counts))
+            starts = self._start_offsets(partitions)
+            self._listener.assigned(starts)
+        except KmirrorError as exc:
+            self._refuse(partitions, exc)
+            return
+        except KafkaException as exc:
+            self._refuse(
+                partitions, ClusterError(f"could not read committed offsets: {exc.args[0]}")
+            )
+            return
+        self._take([TopicPartition(t, p, s.offset) for (t, p), s in starts.items()])
+        keys = set(starts)
+        self.assignment = self.assignment | keys if self._incremental else keys
+        self._count()
+        log.info("assigned stream=%d partitions=%s", self._id, _fmt(partitions))
+
+    def _refuse(self, partitions: list[TopicPartition], exc: KmirrorError) -> None:
+        # Take them (the protocol expects it) but fetch nothing; the loop stops on the latch.
+        self._latch.stop(exc)
+        self._take(partitions)
+        self._consumer.pause(partitions)
+
+    def _take(self, partitions: list[TopicPartition]) -> None:
+        if self._incremental:
+            self._consumer.incremental_assign(partitions)
+        else:
+            self._consumer.assign(partitions)
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._metrics.rebalances.labels("revoke").inc()
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        self._listener.revoking(keys)
+        self._drop(keys)
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        # Another stream may own these already: committing now could rewind its progress.
+        self._metrics.rebalances.labels("lost").inc()
+        self._drop([(tp.topic, tp.partition) for tp in partitions])
+
+    def _drop(self, keys: list[Key]) -> None:
+        self.assignment.difference_update(keys)
+        self._listener.dropped(keys)
+        self._count()
+
+    def _count(self) -> None:
+        self.state.assigned = len(self.assignment)
+        self._metrics.assigned.set(len(self.assignment))
+
+    # -- start positions -----------------------------------------------------------------------
+
+    def _start_offsets(self, partitions: list[TopicPartition]) -> dict[Key, Start]:
+        committed = self._consumer.committed(partitions, timeout=OFFSETS_TIMEOUT_S)
+        policy = self._config.auto_offset_reset
+        starts: dict[Key, Start] = {}
+        for tp in committed:
+            key = (tp.topic, tp.partition)
+            if tp.offset >= 0:
+                starts[key] = Start(tp.offset, committed=True)
+            elif policy == "none":
+                raise MirrorError(
+                    f"no committed offset for {tp.topic}[{tp.partition}] in group "
+                    f"'{self._config.group_id}' and auto.offset.reset=none: set it to earliest "
+                    "or latest to choose where a new mirror starts"
+                )
+            elif policy == "earliest":
+                starts[key] = Start(OFFSET_BEGINNING, committed=False)
+            else:
+                # "latest" as a real offset, now: a retry after a failed send rewinds to the
+                # start, and seeking to the logical end then would skip what failed.
+                _, high = self._consumer.get_watermark_offsets(
+                    TopicPartition(tp.topic, tp.partition), timeout=30, cached=False
+                )
+                starts[key] = Start(high, committed=False)
+        return starts
+
+    # -- commits -------------------------------------------------------------------------------
+
+    def commit(self, offsets: Mapping[Key, int]) -> bool:
+        """Commit source offsets synchronously; False when the group moved on (rebalance)."""
+        try:
+            self._consumer.commit(
+                offsets=[TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())],
+                asynchronous=False,
+            )
+        except KafkaException as exc:
+            # The new owner re-copies from the last commit.
+            log.warning("commit failed stream=%d: %s", self._id, exc.args[0])
+            return False
+        return True
+
+
+def _fmt(partitions: list[TopicPartition]) -> str:
+    return ",".join(f"{tp.topic}[{tp.partition}]" for tp in partitions) or "-"
