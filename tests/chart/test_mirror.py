@@ -72,6 +72,16 @@ def test_minimal_values_render_the_documented_defaults() -> None:
         "MIRROR_MAKER_ABORT_ON_SEND_FAILURE": "true",
         "KMIRROR_RENAME_POLICY": "identity",
         "KMIRROR_SOURCE_ALIAS": "source",
+        "KMIRROR_TARGET_ALIAS": "target",
+        # Disaster recovery: all off, as the default MM1/KUDO mirror.
+        "KMIRROR_EMIT_CHECKPOINTS": "false",
+        "KMIRROR_EMIT_CHECKPOINTS_INTERVAL_SECONDS": "60",
+        "KMIRROR_EMIT_HEARTBEATS": "false",
+        "KMIRROR_EMIT_HEARTBEATS_INTERVAL_SECONDS": "1",
+        "KMIRROR_SYNC_GROUP_OFFSETS": "false",
+        "KMIRROR_SYNC_GROUP_OFFSETS_INTERVAL_SECONDS": "60",
+        "KMIRROR_GROUPS": ".*",
+        "KMIRROR_GROUPS_EXCLUDE": "console-consumer-.*, connect-.*, __.*",
         "KMIRROR_PARTITIONING": "same",
         "KMIRROR_REPLICATION_FACTOR": "-1",
         "KMIRROR_METRICS_PORT": "9404",
@@ -343,6 +353,31 @@ def test_mirroring_settings_reach_the_environment() -> None:
     assert env["LOG_LEVEL"] == "DEBUG"
     assert env["KMIRROR_LOG_FORMAT"] == "json"
     assert env["KMIRROR_STRICT"] == "true"
+
+
+def test_disaster_recovery_values_reach_the_environment_and_the_config() -> None:
+    from kmirror.config.dr import dr_from_flags
+    from kmirror.config.model import DrConfig
+
+    env = _env(
+        _with(
+            rename={"policy": "prefix", "sourceAlias": "east", "targetAlias": "west"},
+            disasterRecovery={
+                "emitCheckpoints": True,
+                "checkpointsIntervalSeconds": 5,
+                "emitHeartbeats": True,
+                "syncGroupOffsets": True,
+                "syncGroupOffsetsIntervalSeconds": 2.5,
+                "groups": "app-.*",
+            },
+        )
+    )
+    assert env["KMIRROR_TARGET_ALIAS"] == "west"
+    dr = dr_from_flags({}, {k: str(v) for k, v in env.items()}, DrConfig())
+    assert (dr.emit_checkpoints, dr.emit_heartbeats, dr.sync_group_offsets) == (True, True, True)
+    assert (dr.checkpoints_interval_s, dr.sync_group_offsets_interval_s) == (5.0, 2.5)
+    assert dr.group_matches("app-1") and not dr.group_matches("other")
+    assert not dr.group_matches("console-consumer-1")
 
 
 def test_large_commit_interval_is_not_rendered_in_float_notation() -> None:

@@ -252,6 +252,17 @@ MIRROR_MAKER_OFFSET_COMMIT_INTERVAL: {{ $v.offsetCommitIntervalMs | int64 | toSt
 MIRROR_MAKER_ABORT_ON_SEND_FAILURE: {{ $v.abortOnSendFailure | toString | quote }}
 KMIRROR_RENAME_POLICY: {{ $v.rename.policy | quote }}
 KMIRROR_SOURCE_ALIAS: {{ $v.rename.sourceAlias | quote }}
+KMIRROR_TARGET_ALIAS: {{ $v.rename.targetAlias | quote }}
+{{- with $v.disasterRecovery }}
+KMIRROR_EMIT_CHECKPOINTS: {{ .emitCheckpoints | toString | quote }}
+KMIRROR_EMIT_CHECKPOINTS_INTERVAL_SECONDS: {{ .checkpointsIntervalSeconds | toString | quote }}
+KMIRROR_EMIT_HEARTBEATS: {{ .emitHeartbeats | toString | quote }}
+KMIRROR_EMIT_HEARTBEATS_INTERVAL_SECONDS: {{ .heartbeatsIntervalSeconds | toString | quote }}
+KMIRROR_SYNC_GROUP_OFFSETS: {{ .syncGroupOffsets | toString | quote }}
+KMIRROR_SYNC_GROUP_OFFSETS_INTERVAL_SECONDS: {{ .syncGroupOffsetsIntervalSeconds | toString | quote }}
+KMIRROR_GROUPS: {{ .groups | toString | quote }}
+KMIRROR_GROUPS_EXCLUDE: {{ .groupsExclude | toString | quote }}
+{{- end }}
 KMIRROR_PARTITIONING: {{ $v.partitioning | quote }}
 KMIRROR_REPLICATION_FACTOR: {{ $v.replicationFactor | int64 | toString | quote }}
 KMIRROR_METRICS_PORT: {{ $v.metrics.port | int64 | toString | quote }}

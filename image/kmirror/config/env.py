@@ -143,6 +143,11 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "sync.topic.configs.interval.seconds)",
         "600",
     ),
+    EnvVar(
+        "KMIRROR_PROGRESS_TOPIC",
+        "Compacted target topic holding the mirror's progress",
+        "kmirror-progress.<group.id>.internal",
+    ),
     EnvVar("KMIRROR_METRICS_PORT", "Port of /metrics, /healthz and /readyz (0 disables)", "9404"),
     EnvVar("KMIRROR_LOG_FORMAT", "text or json (one JSON object per line)", "text"),
     EnvVar("KMIRROR_EXTRA_CONSUMER_PROPERTIES", "Extra consumer .properties lines, appended", ""),

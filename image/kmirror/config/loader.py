@@ -85,6 +85,12 @@ _COMMON = (
         "enough brokers, else the broker default)",
     ),
     ("--group-id", "group_id", "consumer group (overrides the dialect's group.id)"),
+    (
+        "--progress-topic",
+        "progress_topic",
+        "compacted target topic holding the mirror's progress "
+        "(default kmirror-progress.<group.id>.internal)",
+    ),
     ("--metrics-port", "metrics_port", "port of /metrics, /healthz (0 disables)"),
     ("--log-level", "log_level", "DEBUG, INFO, WARN, ERROR"),
     ("--log-format", "log_format", "text or json"),
@@ -107,7 +113,7 @@ _METAVARS = {
     "this_bootstrap_servers": "HOST:PORT,...", "external_bootstrap_servers": "HOST:PORT,...",
     "external_cluster_type": "SOURCE|DESTINATION", "partitioning": "same|hash",
     "rename_policy": "identity|prefix", "source_alias": "ALIAS", "replication_factor": "N",
-    "group_id": "GROUP", "metrics_port": "PORT", "log_level": "LEVEL",
+    "group_id": "GROUP", "progress_topic": "TOPIC", "metrics_port": "PORT", "log_level": "LEVEL",
     "log_format": "text|json", "refresh_topics_interval_s": "SECONDS", "clusters": "ALIAS,...",
     "flow": "A->B", "target_alias": "ALIAS", "groups": "REGEX", "groups_exclude": "REGEX",
     "checkpoints_interval_s": "SECONDS", "heartbeats_interval_s": "SECONDS",
@@ -297,6 +303,9 @@ def _common(
         changes["replication_factor"] = parse_int(rf, "--replication-factor", minimum=-1)
     if config.dialect == "mm2" and _text(a.get("group_id")):
         changes["group_id"] = _text(a.get("group_id"))
+    progress = pick("progress_topic", "KMIRROR_PROGRESS_TOPIC")
+    if progress is not None:
+        changes["progress_topic_name"] = progress
     port = pick("metrics_port", "KMIRROR_METRICS_PORT")
     if port is not None:
         changes["metrics_port"] = parse_int(port, "--metrics-port", minimum=0)

@@ -66,6 +66,7 @@ _FLOW_SETTINGS = frozenset(
         "config.properties.exclude",
         "config.properties.blacklist",
         "offset.flush.interval.ms",
+        "progress.topic",
         *DR_SETTINGS,
     }
 )
@@ -188,6 +189,7 @@ def load_mm2(
             setting("refresh.topics.interval.seconds", "5") or "5",
             "refresh.topics.interval.seconds",
         ),
+        progress_topic_name=setting("progress.topic") or "",
         dialect="mm2",
         dr=dr_from_mm2(setting),
         notes=tuple(notes),

@@ -18,6 +18,8 @@ from kmirror.errors import ConfigError
 Role = Literal["consumer", "producer", "admin"]
 ConfValue = str | Secret
 
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
 # MM2's DefaultTopicFilter excludes these; internal topics never make sense on a target.
 DEFAULT_TOPIC_EXCLUDES: tuple[str, ...] = (r".*[\-\.]internal", r".*\.replica", r"__.*")
 
@@ -301,6 +303,9 @@ class MirrorConfig:
     replication_factor: int = -1
     config_excludes: tuple[str, ...] = DEFAULT_CONFIG_EXCLUDES
     refresh_topics_interval_s: float = 5.0
+    # The compacted topic on the target where the progress book is persisted; empty: the
+    # default name (see `progress_topic`).
+    progress_topic_name: str = ""
     metrics_port: int = 9404
     log_level: str = "INFO"
     log_json: bool = False
@@ -329,6 +334,11 @@ class MirrorConfig:
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
+        if self.progress_topic_name and not _TOPIC_NAME.fullmatch(self.progress_topic_name):
+            raise ConfigError(
+                f"progress.topic {self.progress_topic_name!r} is not a valid topic name: use up "
+                "to 249 of the characters a-z A-Z 0-9 . _ -"
+            )
         if self.partitioning not in ("same", "hash"):
             raise ConfigError(f"--partitioning must be 'same' or 'hash', not {self.partitioning!r}")
         for p in self.config_excludes:
@@ -367,12 +377,33 @@ class MirrorConfig:
             conf.setdefault("partitioner", "murmur2_random")
         return unseal(conf)
 
+    def target_reader_conf(self) -> dict[str, str]:
+        """A consumer of the target (reads the progress topic): assigns, never joins a group,
+        never commits."""
+        conf = unseal(self.target.client_conf("consumer"))
+        conf.update(
+            {
+                "group.id": f"{self.group_id}.progress-reader",
+                "enable.auto.commit": "false",
+                "enable.auto.offset.store": "false",
+                "enable.partition.eof": "false",
+                "auto.offset.reset": "earliest",
+            }
+        )
+        return conf
+
     def admin_conf(self, side: Literal["source", "target"]) -> dict[str, str]:
         cluster = self.source if side == "source" else self.target
         return unseal(cluster.client_conf("admin"))
 
     def target_topic(self, source_topic: str) -> str:
         return self.rename.target_topic(source_topic)
+
+    @property
+    def progress_topic(self) -> str:
+        """Where the progress book is persisted on the target. Ends in `.internal`, so MM2's
+        default exclusions (and kmirror's) never mirror it."""
+        return self.progress_topic_name or f"kmirror-progress.{self.group_id}.internal"
 
     def excluded_config(self, name: str) -> bool:
         return any(re.fullmatch(p, name) for p in self.config_excludes)

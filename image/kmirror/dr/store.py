@@ -15,16 +15,11 @@ from kmirror.mirror.progress import PartitionBook, decode_record
 Key = tuple[str, int]
 
 
-def progress_topic(config: MirrorConfig) -> str:
-    """The compacted topic on the target where the mirror persists its progress book."""
-    return f"kmirror-progress.{config.group_id}.internal"
-
-
 def read_progress(
     config: MirrorConfig, conf: Mapping[str, Any] | None = None
 ) -> dict[Key, PartitionBook]:
     """The newest progress record per source partition (tombstones drop the partition)."""
-    topic = progress_topic(config)
+    topic = config.progress_topic
     records = cluster.read_topic(conf or config.admin_conf("target"), topic)
     if records is None:
         raise GroupError(

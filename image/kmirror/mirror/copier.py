@@ -4,6 +4,15 @@ Same key, value (null tombstones kept), headers (order and duplicate keys kept),
 timestamp and, with --partitioning same, partition number. The delivery callback never raises:
 failures go to the latch, the stream's loop acts on them.
 
+Progress: a delivery report names the target offset of each record, and per target partition
+reports arrive in send order (idempotent producer). So the copier keeps, per target partition,
+the source offsets in flight as runs of consecutive offsets, pairs each report with the oldest,
+and coalesces the acknowledgements into runs for the progress book; `flush()` settles them into
+the book. After a clean flush everything the consumer delivered is on the target, so the book
+also moves to the consumer's position: that covers what was never copied (transaction markers,
+aborted records) and, with --partitioning hash (a source partition's records land in many target
+partitions, there is no source->target run to keep), everything.
+
 `Copier` is the shape the stream's loop drives; the batch copier (kmirror.mirror.batch) has the
 same shape, so a stream runs either engine.
 """
@@ -13,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -32,6 +42,7 @@ from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror import latch as rules
 from kmirror.mirror.connect import await_metadata
 from kmirror.mirror.latch import FailureLatch
+from kmirror.mirror.progress import PartitionBook, ProgressBook
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +79,23 @@ class Copier(Protocol):
         """Release the target side, waiting at most `timeout` for outstanding copies."""
 
 
+class _InFlight:
+    """One target partition: source offsets in flight (send order), acknowledgements not yet
+    settled into the book (one run: source s.., target t.., n records)."""
+
+    __slots__ = ("book", "n", "runs", "s", "t")
+
+    def __init__(self, book: PartitionBook | None) -> None:
+        self.book = book  # None: a partition the book does not know (never acknowledged)
+        self.runs: deque[list[int]] = deque()  # [first source offset, count]
+        self.s = self.t = self.n = 0
+
+    def settle(self) -> None:
+        if self.n and self.book is not None:
+            self.book.acknowledge(self.s, self.t, self.n, self.s + self.n)
+        self.n = 0
+
+
 class RecordCopier:
     def __init__(
         self,
@@ -75,6 +103,7 @@ class RecordCopier:
         consumer: Consumer,
         metrics: WorkerMetrics,
         latch: FailureLatch,
+        book: ProgressBook,
         stop: threading.Event,
         targets: Mapping[str, str],
         *,
@@ -88,6 +117,7 @@ class RecordCopier:
         self._consumer = consumer
         self._metrics = metrics
         self._latch = latch
+        self._book = book
         self._stop = stop
         self._targets = targets  # the subscription's live map: source topic -> target topic
         self._client_errors = client_errors
@@ -96,6 +126,8 @@ class RecordCopier:
         self._timeout = consume_timeout_s
         self._same = config.partitioning == "same"
         self._acked = 0
+        # --partitioning same: per target partition, what is in flight (see the module doc).
+        self._flight: dict[str, dict[int, _InFlight]] = {}
         pconf: dict[str, Any] = {
             **config.producer_conf(),
             "on_delivery": self._on_delivery,
@@ -121,7 +153,10 @@ class RecordCopier:
         """The consumer's assignment already starts at these offsets."""
 
     def revoke(self, keys: Iterable[Key]) -> None:
-        """Nothing is kept per partition."""
+        for topic, partition in keys:
+            per = self._flight.get(self._target(topic))
+            if per is not None:
+                per.pop(partition, None)
 
     def step(self) -> None:
         msgs = self._next_batch()
@@ -130,14 +165,36 @@ class RecordCopier:
         self.producer.poll(0)
 
     def flush(self, timeout: float) -> int:
-        return int(self.producer.flush(timeout))
+        remaining = int(self.producer.flush(timeout))
+        if not remaining and not self._latch.failures:
+            self._settle()
+        return remaining
+
+    def _settle(self) -> None:
+        """Everything handed was acknowledged: report it to the book."""
+        for per in self._flight.values():
+            for flight in per.values():
+                flight.settle()
+        parts = self._book.items()
+        if not parts:
+            return
+        asked = [TopicPartition(t, p) for (t, p), _ in parts]
+        for tp, (_, book) in zip(self._consumer.position(asked), parts, strict=True):
+            if tp.offset >= 0:
+                book.skip(tp.offset)
 
     def rewind(self, positions: Mapping[Key, int]) -> None:
+        # Called after a flush: nothing is in flight. What failed is forgotten unsettled; the
+        # stream rewinds the book, and everything from `positions` is sent (and reported) again.
+        self._flight.clear()
         for (topic, partition), offset in positions.items():
             self._consumer.seek(TopicPartition(topic, partition, offset))
 
     def close(self, timeout: float) -> None:
         self.producer.flush(timeout)
+
+    def _target(self, topic: str) -> str:
+        return self._targets.get(topic) or self._config.target_topic(topic)
 
     # -- copying -------------------------------------------------------------------------------
 
@@ -154,6 +211,7 @@ class RecordCopier:
         targets = self._targets
         counts: dict[str, list[int]] = {}
         same = self._same
+        flights = self._flight
         for m in msgs:
             err = m.error()
             if err is not None:
@@ -169,8 +227,10 @@ class RecordCopier:
                 "headers": m.headers(),
                 "timestamp": ts if ts_type != TIMESTAMP_NOT_AVAILABLE else 0,
             }
+            partition: int = m.partition()  # type: ignore[assignment]
+            offset: int = m.offset()  # type: ignore[assignment]
             if same:
-                kwargs["partition"] = m.partition()
+                kwargs["partition"] = partition
             while True:
                 try:
                     produce(dst, **kwargs)
@@ -185,7 +245,20 @@ class RecordCopier:
                         raise self._too_large(m, exc) from exc
                     if code != KafkaError._UNKNOWN_PARTITION:
                         raise
-                    self._await_partition(dst, m.partition())
+                    self._await_partition(dst, partition)
+            # Recorded once produce() took the record: its report will come, in this order.
+            if same:
+                per = flights.get(dst)
+                if per is None:
+                    per = flights[dst] = {}
+                flight = per.get(partition)
+                if flight is None:
+                    flight = per[partition] = _InFlight(self._book.get(topic, partition))
+                runs = flight.runs
+                if runs and runs[-1][0] + runs[-1][1] == offset:
+                    runs[-1][1] += 1
+                else:
+                    runs.append([offset, 1])
             c = counts.get(dst)
             if c is None:
                 c = counts[dst] = [0, 0]
@@ -229,11 +302,31 @@ class RecordCopier:
     # -- the delivery callback: never raises ---------------------------------------------------
 
     def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
+        source = -1
+        flight = None
+        if self._same:
+            per = self._flight.get(msg.topic())  # type: ignore[arg-type]
+            flight = per.get(msg.partition()) if per is not None else None  # type: ignore[arg-type]
+            if flight is not None and flight.runs:
+                run = flight.runs[0]
+                source = run[0]
+                run[0] += 1
+                run[1] -= 1
+                if not run[1]:
+                    flight.runs.popleft()
         if err is not None:
             size = len(msg.key() or b"") + len(msg.value() or b"")
             self._latch.send_failed(str(msg.topic()), int(msg.partition() or 0), err, size)
             self._metrics.send_errors.labels(err.name()).inc()
             return
+        if source >= 0 and flight is not None:
+            target: int = msg.offset()  # type: ignore[assignment]
+            n = flight.n
+            if n and source == flight.s + n and target == flight.t + n:
+                flight.n = n + 1
+            else:
+                flight.settle()
+                flight.s, flight.t, flight.n = source, target, 1
         self._acked += 1
         if not self._acked & LATENCY_SAMPLE_MASK:
             ts_type, ts = msg.timestamp()

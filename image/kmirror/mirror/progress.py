@@ -116,8 +116,11 @@ class PartitionBook:
             del runs[: len(runs) - MAX_RUNS]
 
     def rewind(self, source_offset: int) -> None:
-        """The copier will re-send from source_offset (after a failed send)."""
+        """The copier will re-send from source_offset (after a failed send). Acknowledgements
+        past it may sit on either side of a failed record: they count again only once re-sent
+        and acknowledged, so a commit cannot cover the record that failed."""
         self.sent = source_offset
+        self.acked = min(self.acked, source_offset)
 
     # -- readers ------------------------------------------------------------------------------
 

@@ -1,15 +1,16 @@
 """One mirror stream: the loop that ties a subscription, a copier, the progress book and the
 failure latch together.
 
-Delivery guarantee (at-least-once), the MirrorMaker 1 way: records are produced asynchronously;
-every offset.commit.interval.ms, on revocation and on shutdown the copier is flushed, and only
-if every record sent so far was acknowledged are source offsets committed. A commit can never
-run ahead of the target. Any send failure means: commit nothing more; abort (exit 1) or rewind
-and retry.
+Delivery guarantee (at-least-once): records are produced asynchronously and the copier reports
+every acknowledgement into the progress book. Every offset.commit.interval.ms, on revocation and
+on shutdown the copier is flushed, and only if every record sent so far was acknowledged are
+the book's acknowledged source offsets committed. A commit can never run ahead of the target.
+Any send failure means: commit nothing more; abort (exit 1) or rewind and retry.
 
     Stream.run ── Subscription (group membership, topics, start offsets)
                ├─ Copier (RecordCopier: consume, produce, delivery reports)
-               ├─ ProgressBook (per partition: start, acknowledged, committed)
+               ├─ ProgressBook (per partition: acknowledged, committed, source->target runs)
+               │   └─ ProgressStore (the book persisted on the target, written before commits)
                └─ FailureLatch (what callbacks recorded; stop, rewind or go on)
 """
 
@@ -22,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException
 
 from kmirror.config.model import MirrorConfig
 from kmirror.metrics.worker import WorkerMetrics
@@ -31,6 +32,7 @@ from kmirror.mirror.connect import CONNECT_TIMEOUT_S, await_metadata
 from kmirror.mirror.copier import CONSUME_BATCH, CONSUME_TIMEOUT_S, Copier, RecordCopier
 from kmirror.mirror.latch import FailureLatch
 from kmirror.mirror.progress import ProgressBook
+from kmirror.mirror.progress_store import ProgressStore
 from kmirror.mirror.subscription import Key, Start, StreamState, Subscription
 from kmirror.mirror.topics import TopicManager
 
@@ -72,6 +74,7 @@ class Stream:
         # Where a partition restarts after a failed send: the last commit, or its start.
         self._restart: dict[Key, int] = {}
         self._topics = TopicManager(config)
+        self._store = ProgressStore(config, self._topics)
         self._client_errors: list[KafkaError] = []  # for the start-up check (connect.py)
         self._consumer: Consumer | None = None
         self._subs: Subscription | None = None
@@ -105,6 +108,7 @@ class Stream:
                 self._consumer,
                 self._metrics,
                 self._latch,
+                self._book,
                 self._stop,
                 self._subs.targets,
                 error_cb=self._on_client_error,
@@ -124,6 +128,7 @@ class Stream:
         clean = False
         try:
             self._connect(consumer, copier)
+            self._store.ensure()
             while not self._stop.is_set():
                 if subs.refresh_due():
                     subs.refresh()
@@ -170,19 +175,28 @@ class Stream:
             log.warning("send failed, retrying in %.0fs: %s", backoff, detail)
             self._stop.wait(backoff)
             self._latch.clear_failures()
-            copier.flush(self._flush_timeout)
-            if not self._latch.failures:
+            # Until nothing is in flight: a late report must not meet the re-sent records.
+            remaining = copier.flush(self._flush_timeout)
+            if not remaining and not self._latch.failures:
                 break
             backoff = min(backoff * 2, MAX_RETRY_BACKOFF_S)
-            first = self._latch.failures[0]
-            detail = f"{len(self._latch.failures)} more record(s) failed: {first.error.str()}"
-            self._latch.raise_permanent()
+            if self._latch.failures:
+                first = self._latch.failures[0]
+                detail = f"{len(self._latch.failures)} more record(s) failed: {first.error.str()}"
+                self._latch.raise_permanent()
+            else:
+                detail = f"{remaining} record(s) still unacknowledged"
         positions = {k: self._restart[k] for k in subs.assignment if k in self._restart}
         copier.rewind(positions)
+        for (topic, partition), offset in positions.items():
+            book = self._book.get(topic, partition)
+            if book is not None:
+                book.rewind(offset)
         self._latch.clear_failures()
 
     def _commit(self, why: str) -> bool:
-        """Flush, then commit positions, but only if everything sent so far was acknowledged."""
+        """Flush, then commit what the book says was acknowledged, but only if everything sent
+        so far was acknowledged."""
         self._last_commit = time.monotonic()
         if self._consumer is None or self._copier is None or self._subs is None:
             return False
@@ -192,13 +206,18 @@ class Stream:
         if remaining or self._latch.failures:
             log.warning("not committing (%s): %d record(s) unacknowledged", why, remaining)
             return False
-        todo = {}
-        for (topic, partition), offset in self._positions().items():
-            book = self._book.get(topic, partition)
-            if offset >= 0 and book is not None and book.committed != offset:
-                todo[(topic, partition)] = offset
+        # The book's acknowledged offsets (the copier settled them in the flush). Negative: a
+        # partition that started at OFFSET_BEGINNING and has copied nothing yet.
+        todo = {k: o for k, o in self._book.to_commit().items() if o >= 0}
         if not todo:
             return True
+        # The progress records first: a source commit must never run ahead of them, or a
+        # restart would lose the runs behind it.
+        failed = self._store.write(self._book, todo, self._flush_timeout)
+        if failed is not None:
+            log.warning("not committing (%s): progress record not written: %s", why, failed.str())
+            self._latch.send_failed(self._store.topic, 0, failed)
+            return False
         if not self._subs.commit(todo):
             return False
         self._book.committed(todo)
@@ -206,11 +225,6 @@ class Stream:
         self._metrics.committed()
         log.debug("committed (%s) stream=%d partitions=%d", why, self._id, len(todo))
         return True
-
-    def _positions(self) -> dict[Key, int]:
-        assert self._consumer is not None and self._subs is not None
-        asked = [TopicPartition(t, p) for t, p in sorted(self._subs.assignment)]
-        return {(tp.topic, tp.partition): tp.offset for tp in self._consumer.position(asked)}
 
     def _shutdown(self, clean: bool) -> None:
         if not clean:
@@ -228,12 +242,17 @@ class Stream:
                 log.warning("closing the consumer failed: %s", exc)
             if self._copier is not None:
                 self._copier.close(0 if not clean else 5)
+            self._store.close(0 if not clean else 5)
 
     # -- the subscription's listener -----------------------------------------------------------
 
     def assigned(self, starts: Mapping[Key, Start]) -> None:
+        persisted = self._store.load(starts)
         for (topic, partition), start in starts.items():
-            book = self._book.open(topic, partition, start.offset)
+            # The runs survive; the start stays the group's committed offset (a persisted
+            # record may be ahead of it when a commit failed after the write).
+            old = persisted.get((topic, partition))
+            book = self._book.open(topic, partition, start.offset, old.runs if old else ())
             if start.committed:
                 book.committed = start.offset
             self._restart[(topic, partition)] = start.offset

@@ -211,6 +211,30 @@ class TopicManager:
             }
         return result
 
+    def ensure_internal(self, topic: str, partitions: int, configs: Mapping[str, str]) -> None:
+        """A topic of kmirror's own on the target (the progress topic): created when missing,
+        with the same replication factor rule as mirrored topics; online before it is used."""
+        if topic not in self.target_partitions([topic]):
+            new = NewTopic(
+                topic,
+                num_partitions=partitions,
+                replication_factor=self._config.replication_factor,
+                config=dict(configs),
+            )
+            fut = self.target.create_topics([new], request_timeout=ADMIN_TIMEOUT_S)[topic]
+            try:
+                fut.result()
+                log.info("created internal topic topic=%s", topic)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise ClusterError(
+                        f"could not create kmirror's topic '{topic}' on the target: "
+                        f"{exc.args[0]}. Create it (cleanup.policy=compact) or grant the "
+                        "target user CREATE on it"
+                    ) from exc
+        if topic not in self._online:
+            self._await_online([TopicPartition(topic, p) for p in range(partitions)])
+
 
 def _metadata(admin: AdminClient, side: str) -> Any:
     try:

@@ -4,6 +4,7 @@ consume and commit, hand-written progress records, and Java's RemoteClusterUtils
 from __future__ import annotations
 
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -135,22 +136,79 @@ public class Translate {
 """
 
 
-def java_translate(tmp: Path, bootstrap: str, alias: str, group: str) -> dict[Key, int]:
-    """Apache Kafka's RemoteClusterUtils.translateOffsets, compiled and run here."""
-    jars = subprocess.run(
-        [str(REPO_ROOT / "scripts" / "resolve-jars"), "--print-dir", "mm2"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip().splitlines()[-1]  # fmt: skip
-    src = tmp / "Translate.java"
-    src.write_text(JAVA, encoding="utf-8")
-    cp = f"{jars}/*"
-    subprocess.run(["javac", "-cp", cp, "-d", str(tmp), str(src)], check=True, timeout=120)
-    out = subprocess.run(
-        ["java", "-cp", f"{tmp}:{cp}", "Translate", bootstrap, alias, group],
+HEARTBEATS = """
+import java.time.Duration;
+import java.util.List;
+import java.util.Properties;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.connect.mirror.Heartbeat;
+
+public class Heartbeats {
+    public static void main(String[] args) {
+        Properties props = new Properties();
+        props.put("bootstrap.servers", args[0]);
+        TopicPartition tp = new TopicPartition(args[1], 0);
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(
+                props, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            c.assign(List.of(tp));
+            long end = c.endOffsets(List.of(tp)).get(tp);
+            c.seek(tp, Math.max(0, end - 50));
+            long pos = c.position(tp);
+            while (pos < end) {
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofSeconds(5))) {
+                    Heartbeat hb = Heartbeat.deserializeRecord(r);
+                    System.out.println(hb.sourceClusterAlias() + " " + hb.targetClusterAlias()
+                        + " " + hb.timestamp());
+                }
+                pos = c.position(tp);
+            }
+        }
+    }
+}
+"""
+
+
+_COMPILED: dict[str, tuple[Path, str]] = {}
+
+
+def _java(name: str, *args: str) -> list[str]:
+    """Run one of the Java classes above against Apache Kafka's MM2 jars; its stdout lines.
+    Both classes are compiled together, once per test session (javac takes seconds)."""
+    if not _COMPILED:
+        jars = subprocess.run(
+            [str(REPO_ROOT / "scripts" / "resolve-jars"), "--print-dir", "mm2"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip().splitlines()[-1]  # fmt: skip
+        out = Path(tempfile.mkdtemp(prefix="kmirror-dr-java-"))
+        sources = []
+        for cls, text in (("Translate", JAVA), ("Heartbeats", HEARTBEATS)):
+            sources.append(out / f"{cls}.java")
+            sources[-1].write_text(text, encoding="utf-8")
+        cp = f"{jars}/*"
+        subprocess.run(["javac", "-cp", cp, "-d", str(out), *map(str, sources)], check=True,
+                       timeout=180)  # fmt: skip
+        _COMPILED["classes"] = (out, cp)
+    out, cp = _COMPILED["classes"]
+    proc = subprocess.run(
+        ["java", "-cp", f"{out}:{cp}", name, *args],
         capture_output=True, text=True, check=True, timeout=120,
     )  # fmt: skip
+    return proc.stdout.splitlines()
+
+
+def java_heartbeats(bootstrap: str, topic: str) -> list[tuple[str, str, int]]:
+    """The newest heartbeats of a topic as MM2's Heartbeat.deserializeRecord reads them."""
+    lines = _java("Heartbeats", bootstrap, topic)
+    return [(a, b, int(ts)) for a, b, ts in (line.split() for line in lines)]
+
+
+def java_translate(bootstrap: str, alias: str, group: str) -> dict[Key, int]:
+    """Apache Kafka's RemoteClusterUtils.translateOffsets, compiled and run here."""
     result = {}
-    for line in out.stdout.splitlines():
+    for line in _java("Translate", bootstrap, alias, group):
         topic, partition, offset = line.split()
         result[(topic, int(partition))] = int(offset)
     return result

@@ -53,4 +53,4 @@ def test_java_remote_cluster_utils_reads_kmirror_checkpoints(
         (f"A.{topic}", 0): 11,
         (f"A.{topic}", 1): 7,
     }
-    assert java_translate(tmp_path, clusters.target_bootstrap, "A", group) == expected
+    assert java_translate(clusters.target_bootstrap, "A", group) == expected

@@ -195,3 +195,16 @@ def test_bad_boolean_in_file(write: Write) -> None:
     path = write("mm2.properties", BASE + "a->b.enabled=yes please\n")
     with pytest.raises(ConfigError, match=r"a->b.enabled must be true or false"):
         load_mm2(path, environ={})
+
+
+def test_progress_topic_in_every_dialect(write: Write) -> None:
+    path = write("mm2.properties", BASE + "a->b.enabled=true\na->b.progress.topic=a-b.progress\n")
+    assert load_mm2(path, environ={}).progress_topic == "a-b.progress"
+    mm2 = write("plain.properties", BASE + "a->b.enabled=true\n")
+    assert load_mm2(mm2, environ={}).progress_topic == "kmirror-progress.kmirror-a-b.internal"
+    flag = load(["--mm2.config", mm2, "--progress-topic", "flagged"])
+    assert flag.progress_topic == "flagged"
+    env = load(["--mm2.config", mm2], {"KMIRROR_PROGRESS_TOPIC": "from-env"})
+    assert env.progress_topic == "from-env"
+    with pytest.raises(ConfigError, match=r"progress\.topic 'no way' is not a valid topic name"):
+        load(["--mm2.config", mm2, "--progress-topic", "no way"])
