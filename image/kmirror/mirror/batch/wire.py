@@ -13,6 +13,7 @@ import logging
 import time
 from typing import Any
 
+import kafka.errors as kerrors
 from kafka.future import Future
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
@@ -28,6 +29,25 @@ def selector() -> Any:
     return NetworkSelector()
 
 
+class _Manager(KafkaConnectionManager):  # type: ignore[misc]
+    """Remembers why a connection was refused. kafka-python keeps a refused login only for
+    broker connections, not for bootstrap ones, and retries those until its timeout."""
+
+    refusal: BaseException | None = None
+
+    def get_connection(self, node_id: Any, *args: Any, **kwargs: Any) -> Any:
+        conn = super().get_connection(node_id, *args, **kwargs)
+        conn.init_future.add_errback(self._note)
+        return conn
+
+    def _note(self, exc: BaseException) -> None:
+        text = str(exc)
+        if isinstance(exc, (kerrors.SaslAuthenticationFailedError, kerrors.AuthorizationError)) or (
+            "Handshake failed" in text and ("CERTIFICATE" in text.upper() or "alert" in text)
+        ):
+            self.refusal = exc
+
+
 class Link:
     """One cluster: bootstrap, metadata for the topics we use, leaders, requests."""
 
@@ -35,7 +55,7 @@ class Link:
         self.side = side
         self._net = net
         self._bootstrap = ",".join(args["bootstrap_servers"])
-        self._manager = KafkaConnectionManager(net, **args)
+        self._manager = _Manager(net, **args)
         # Metadata requests must never create a topic with the broker's defaults: the mirror
         # creates target topics with the source's layout (topics.py).
         self._manager.cluster.config["allow_auto_create_topics"] = False
@@ -99,8 +119,8 @@ class Link:
         return 0 if conn is None else len(conn.in_flight_requests)
 
     def auth_failure(self) -> str | None:
-        failures = list(self._manager._auth_failures.values())
-        return str(failures[0]) if failures else None
+        failures = list(self._manager._auth_failures.values()) or [self._manager.refusal]
+        return None if failures[0] is None else str(failures[0])
 
     def close(self) -> None:
         self._manager.close()
