@@ -181,3 +181,45 @@ def test_records_deleted_before_they_were_copied_stop_the_copy(
     finally:
         copier.close()
     assert consume_all(clusters.target_bootstrap, dst) == []
+
+
+def test_log_append_time_source_is_handed_to_the_record_path(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    # Kafka 4.1 takes a LogAppendTime batch from a producer but stores it as CreateTime with
+    # the producers' own timestamps: not what the source's readers see.
+    src = make_topic(clusters.source_bootstrap, config={"message.timestamp.type": "LogAppendTime"})
+    dst = make_topic(clusters.target_bootstrap, name=src)
+    produce(clusters.source_bootstrap, src, [{"key": b"k", "value": b"v"}] * 20)
+    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
+    book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
+    assert fallbacks[(src, 0)].offset == 0
+    assert "LogAppendTime" in fallbacks[(src, 0)].reason
+    assert book[(src, 0)].acked == 0
+    assert consume_all(clusters.target_bootstrap, dst) == []
+
+
+def test_a_start_inside_a_batch_is_handed_to_the_record_path(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    src = make_topic(clusters.source_bootstrap)
+    dst = make_topic(clusters.target_bootstrap, name=src)
+    rows = [{**r, "partition": 0} for r in records(10, size=20)]
+    first = produce(clusters.source_bootstrap, src, rows, linger_ms=100)
+    produce(clusters.source_bootstrap, src, [{"key": b"z", "value": b"later", "partition": 0}])
+    book = ProgressBook()
+    copier = BatchCopier(mirror_config(clusters.source_bootstrap, clusters.target_bootstrap), book)
+    mid = first[2][1]  # inside the first batch (all ten records went out in one)
+    copier.assign({(src, 0): (dst, mid)})
+    fallbacks = {}
+    try:
+        deadline = time.monotonic() + 30
+        while not fallbacks and time.monotonic() < deadline:
+            copier.step(0.1)
+            fallbacks = copier.take_fallbacks()
+    finally:
+        copier.close()
+    # Copying the whole batch would copy offsets before `mid` again.
+    assert fallbacks[(src, 0)].offset == mid
+    assert fallbacks[(src, 0)].reason == "position inside a batch"
+    assert consume_all(clusters.target_bootstrap, dst) == []

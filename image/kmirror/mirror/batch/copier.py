@@ -252,6 +252,7 @@ class BatchCopier:
                     )
         if self._stopping:
             self._release_stopped()
+        self._session.check()
         return count
 
     def _count_error(self, name: str) -> None:
