@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from kmirror.config.model import MirrorConfig
+from kmirror.errors import ConfigError
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.batch.fetcher import Fetched, Fetcher
 from kmirror.mirror.batch.producer import Pending, ProducerSession
@@ -40,6 +41,7 @@ Key = tuple[str, int]
 FETCH_MAX_BYTES = 50 * 1024 * 1024
 FETCH_WAIT_MS = 100
 REVOKE_FLUSH_S = 5.0
+MAX_IN_FLIGHT = 5
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,10 @@ class BatchCopier:
         fetch_max_bytes: int = FETCH_MAX_BYTES,
         fetch_wait_ms: int = FETCH_WAIT_MS,
     ) -> None:
+        if not 1 <= max_in_flight <= MAX_IN_FLIGHT:
+            # The broker de-duplicates the last five batches per producer and partition: more
+            # in flight could write a retried batch twice, or fail it as out of order.
+            raise ConfigError(f"max_in_flight must be 1..{MAX_IN_FLIGHT}, not {max_in_flight}")
         self._book = book
         self._metrics = metrics
         cconf, pconf = config.consumer_conf(), config.producer_conf()
@@ -109,7 +115,9 @@ class BatchCopier:
         book; the target partition is the source's."""
         for key, (target_topic, start) in partitions.items():
             self._targets[key] = (target_topic, key[1])
-            self._book.open(key[0], key[1], start)
+            # A partition coming back from the record path keeps its runs (translation).
+            known = self._book.get(*key)
+            self._book.open(key[0], key[1], start, known.runs if known is not None else ())
             self._fetcher.add(key, start)
             self._target.want({target_topic})
 
