@@ -223,3 +223,44 @@ def test_a_start_inside_a_batch_is_handed_to_the_record_path(
     assert fallbacks[(src, 0)].offset == mid
     assert fallbacks[(src, 0)].reason == "position inside a batch"
     assert consume_all(clusters.target_bootstrap, dst) == []
+
+
+def test_revoke_and_assign_again_continues_without_gap_or_duplicate(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    src = make_topic(clusters.source_bootstrap, partitions=2)
+    dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
+    # Far more than one step and a flush can copy: the revoke comes mid-way.
+    produce(clusters.source_bootstrap, src, records(60_000), **{"batch.num.messages": "500"})
+    ends = end_offsets(clusters.source_bootstrap, src)
+    book = ProgressBook()
+    copier = BatchCopier(mirror_config(clusters.source_bootstrap, clusters.target_bootstrap), book)
+    keys = [(src, p) for p in ends]
+    try:
+        copier.assign({k: (dst, 0) for k in keys})
+        acked = 0
+        while acked < 3_000:
+            acked += copier.step(0.05)
+        assert copier.flush(30)
+        resume = {k: book[k].acked for k in keys}
+        copier.revoke(keys)
+        assert all(k not in book for k in keys)
+        # Back, from where the book stood (what a commit would have saved).
+        copier.assign({k: (dst, resume[k]) for k in keys})
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(book[k].acked < ends[k[1]] for k in keys):
+            copier.step(0.1)
+    finally:
+        copier.close()
+    source = consume_all(clusters.source_bootstrap, src)
+    target = consume_all(clusters.target_bootstrap, dst)
+    assert [r.content() for r in target] == [r.content() for r in source]
+    # The second assignment's book knows the runs it copied, exactly.
+    later = [
+        (s, d)
+        for s, d in zip(source, target, strict=True)
+        if s.offset >= resume[(src, s.partition)]
+    ]
+    assert later
+    for s, d in later:
+        assert book[(src, s.partition)].translate(s.offset) == d.offset

@@ -163,8 +163,10 @@ class ProducerSession:
         """Forget a partition's queue; the sequence is kept in case it comes back."""
         q = self._queues.get(target)
         if q is not None:
+            # Responses still on the way for it are ignored (take() finds no item for them).
             q.items.clear()
-            q.sent = 0
+            q.sent = q.in_flight = 0
+            q.retrying = False
 
     @property
     def unacknowledged(self) -> int:
