@@ -15,7 +15,14 @@ from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.mirror.progress import ProgressBook
 from tests.conftest import MakeTopic
 from tests.integration.batchcopy import assert_translates, copy_all, mirror_config, raw_batches
-from tests.kafkatools import Clusters, consume_all, end_offsets, produce, wait_until
+from tests.kafkatools import (
+    Clusters,
+    consume_all,
+    end_offsets,
+    list_topics,
+    produce,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -264,3 +271,30 @@ def test_revoke_and_assign_again_continues_without_gap_or_duplicate(
     assert later
     for s, d in later:
         assert book[(src, s.partition)].translate(s.offset) == d.offset
+
+
+def test_a_missing_target_topic_is_waited_for_never_created_by_the_copier(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    src = make_topic(clusters.source_bootstrap, partitions=2)
+    produce(clusters.source_bootstrap, src, records(5_000))
+    ends = end_offsets(clusters.source_bootstrap, src)
+    book = ProgressBook()
+    copier = BatchCopier(mirror_config(clusters.source_bootstrap, clusters.target_bootstrap), book)
+    keys = [(src, p) for p in ends]
+    try:
+        copier.assign({k: (src, 0) for k in keys})
+        copied = sum(copier.step(0.1) for _ in range(20))
+        assert copied == 0
+        # Metadata requests must not have created it with the broker's defaults.
+        assert src not in list_topics(clusters.target_bootstrap)
+        dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(book[k].acked < ends[k[1]] for k in keys):
+            copier.step(0.1)
+    finally:
+        copier.close()
+    source = consume_all(clusters.source_bootstrap, src)
+    target = consume_all(clusters.target_bootstrap, dst)
+    assert [r.content() for r in target] == [r.content() for r in source]
+    assert_translates(book, src, source, target)
