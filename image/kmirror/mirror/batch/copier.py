@@ -24,8 +24,10 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import kafka.errors as kerrors
+
 from kmirror.config.model import MirrorConfig
-from kmirror.errors import ConfigError
+from kmirror.errors import ConfigError, MirrorError
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.batch.fetcher import Fetched, Fetcher
 from kmirror.mirror.batch.producer import Pending, ProducerSession
@@ -164,8 +166,12 @@ class BatchCopier:
     def step(self, timeout_s: float) -> int:
         """Fetch what is ready, send, handle responses, for up to timeout_s. Returns the number
         of records the target acknowledged in this step (all reported into the book)."""
-        self._start()
-        return self._turn(timeout_s, fetch=True)
+        try:
+            self._start()
+            return self._turn(timeout_s, fetch=True)
+        except kerrors.KafkaError as exc:
+            # kafka-python's own failures (they are not retried here): name them, stop.
+            raise MirrorError(f"batch path: unexpected client error: {exc}") from exc
 
     def flush(self, timeout_s: float) -> bool:
         """True once everything handed to the target is acknowledged (fetches nothing new)."""
