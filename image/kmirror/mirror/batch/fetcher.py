@@ -85,13 +85,6 @@ class Fetcher:
         pos = self._positions.get(key)
         return None if pos is None else pos.offset
 
-    def keys(self) -> list[Key]:
-        return list(self._positions)
-
-    @property
-    def idle(self) -> bool:
-        return not self._in_flight
-
     # -- requests -------------------------------------------------------------------------------
 
     def send(self, ready: Callable[[Key], bool]) -> None:

@@ -87,9 +87,6 @@ class Link:
             self._topics |= topics
             self._manager.cluster.set_topics(sorted(self._topics))
 
-    def forget(self, topics: set[str]) -> None:
-        self._topics -= topics
-
     def refresh(self) -> None:
         """Leaders moved (or a broker went away): ask for metadata again, soon."""
         self._manager.cluster.request_update()
@@ -107,9 +104,6 @@ class Link:
         node = self._manager.least_loaded_node()
         return None if node is None else int(node)
 
-    def known(self, topic: str) -> bool:
-        return self._manager.cluster.partitions_for_topic(topic) is not None
-
     def send(self, node: int, request: Any) -> Future:
         """Send now (or once connected); the future holds the response or the failure."""
         return self._manager.send(request, node_id=node)
@@ -124,14 +118,3 @@ class Link:
 
     def close(self) -> None:
         self._manager.close()
-
-
-def run_until(net: Any, future: Future, timeout_s: float) -> bool:
-    """Drive the selector until the future is done (True) or the time is up (False)."""
-    deadline = time.monotonic() + timeout_s
-    while not future.is_done:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        net.poll(timeout_ms=left * 1000, future=future)
-    return True
