@@ -58,7 +58,8 @@ def test_batch_copy_survives_a_broker_restart(
             copier.step(0.1)
         assert copier.flush(30)
     finally:
-        restart.join()
+        if restart.ident is not None:
+            restart.join()
         copier.close()
     assert {p: book[(src, p)].acked for p in ends} == ends
     source = [r.content() for r in consume_all(clusters.source_bootstrap, src)]
