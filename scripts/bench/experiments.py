@@ -38,6 +38,8 @@ EXPERIMENTS: dict[str, dict[str, object]] = {
     "dronlyerr": {"producer": {"delivery.report.only.error": "true"}},
     # No stats callback (statistics.interval.ms=0): the JSON parse every 5 s.
     "nostats": {"consumer": {"statistics.interval.ms": "0"}},
+    # The batch path (issue 12): BatchCopier in one process (scripts/bench/kmirror_batch.py).
+    "batch": {"module": "scripts.bench.kmirror_batch", "name": "kmirror-batch"},
 }
 
 
@@ -51,7 +53,7 @@ def experiment_contenders(spec: str) -> list[Contender]:
         n = int(streams or 1)
         out.append(
             Contender(
-                f"kmirror-{n}-{name}",
+                str(e.get("name", f"kmirror-{n}-{name}")),
                 "kmirror",
                 n,
                 consumer=dict(e.get("consumer", {})),  # type: ignore[call-overload]

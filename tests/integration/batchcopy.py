@@ -15,10 +15,15 @@ from kmirror.mirror.progress import ProgressBook
 from tests.kafkatools import Clusters, Rec, end_offsets, unique
 
 
-def mirror_config(source: str, target: str, **cluster: Mapping[str, str]) -> MirrorConfig:
+def mirror_config(
+    source: str,
+    target: str,
+    source_conf: Mapping[str, str] | None = None,
+    target_conf: Mapping[str, str] | None = None,
+) -> MirrorConfig:
     return MirrorConfig(
-        source=ClusterConfig("source", source, common=cluster.get("source", {})),
-        target=ClusterConfig("target", target, common=cluster.get("target", {})),
+        source=ClusterConfig("source", source, common=source_conf or {}),
+        target=ClusterConfig("target", target, common=target_conf or {}),
         group_id=unique("batch"),
     )
 

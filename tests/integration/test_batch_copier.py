@@ -15,7 +15,14 @@ from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.mirror.progress import ProgressBook
 from tests.conftest import MakeTopic
 from tests.integration.batchcopy import assert_translates, copy_all, mirror_config, raw_batches
-from tests.kafkatools import Clusters, consume_all, end_offsets, produce, wait_until
+from tests.kafkatools import (
+    Clusters,
+    consume_all,
+    end_offsets,
+    list_topics,
+    produce,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -181,3 +188,113 @@ def test_records_deleted_before_they_were_copied_stop_the_copy(
     finally:
         copier.close()
     assert consume_all(clusters.target_bootstrap, dst) == []
+
+
+def test_log_append_time_source_is_handed_to_the_record_path(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    # Kafka 4.1 takes a LogAppendTime batch from a producer but stores it as CreateTime with
+    # the producers' own timestamps: not what the source's readers see.
+    src = make_topic(clusters.source_bootstrap, config={"message.timestamp.type": "LogAppendTime"})
+    dst = make_topic(clusters.target_bootstrap, name=src)
+    produce(clusters.source_bootstrap, src, [{"key": b"k", "value": b"v"}] * 20)
+    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
+    book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
+    assert fallbacks[(src, 0)].offset == 0
+    assert "LogAppendTime" in fallbacks[(src, 0)].reason
+    assert book[(src, 0)].acked == 0
+    assert consume_all(clusters.target_bootstrap, dst) == []
+
+
+def test_a_start_inside_a_batch_is_handed_to_the_record_path(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    src = make_topic(clusters.source_bootstrap)
+    dst = make_topic(clusters.target_bootstrap, name=src)
+    rows = [{**r, "partition": 0} for r in records(10, size=20)]
+    first = produce(clusters.source_bootstrap, src, rows, linger_ms=100)
+    produce(clusters.source_bootstrap, src, [{"key": b"z", "value": b"later", "partition": 0}])
+    book = ProgressBook()
+    copier = BatchCopier(mirror_config(clusters.source_bootstrap, clusters.target_bootstrap), book)
+    mid = first[2][1]  # inside the first batch (all ten records went out in one)
+    copier.assign({(src, 0): (dst, mid)})
+    fallbacks = {}
+    try:
+        deadline = time.monotonic() + 30
+        while not fallbacks and time.monotonic() < deadline:
+            copier.step(0.1)
+            fallbacks = copier.take_fallbacks()
+    finally:
+        copier.close()
+    # Copying the whole batch would copy offsets before `mid` again.
+    assert fallbacks[(src, 0)].offset == mid
+    assert fallbacks[(src, 0)].reason == "position inside a batch"
+    assert consume_all(clusters.target_bootstrap, dst) == []
+
+
+def test_revoke_and_assign_again_continues_without_gap_or_duplicate(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    src = make_topic(clusters.source_bootstrap, partitions=2)
+    dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
+    # Far more than one step and a flush can copy: the revoke comes mid-way.
+    produce(clusters.source_bootstrap, src, records(60_000), **{"batch.num.messages": "500"})
+    ends = end_offsets(clusters.source_bootstrap, src)
+    book = ProgressBook()
+    copier = BatchCopier(mirror_config(clusters.source_bootstrap, clusters.target_bootstrap), book)
+    keys = [(src, p) for p in ends]
+    try:
+        copier.assign({k: (dst, 0) for k in keys})
+        acked = 0
+        while acked < 3_000:
+            acked += copier.step(0.05)
+        assert copier.flush(30)
+        resume = {k: book[k].acked for k in keys}
+        copier.revoke(keys)
+        assert all(k not in book for k in keys)
+        # Back, from where the book stood (what a commit would have saved).
+        copier.assign({k: (dst, resume[k]) for k in keys})
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(book[k].acked < ends[k[1]] for k in keys):
+            copier.step(0.1)
+    finally:
+        copier.close()
+    source = consume_all(clusters.source_bootstrap, src)
+    target = consume_all(clusters.target_bootstrap, dst)
+    assert [r.content() for r in target] == [r.content() for r in source]
+    # The second assignment's book knows the runs it copied, exactly.
+    later = [
+        (s, d)
+        for s, d in zip(source, target, strict=True)
+        if s.offset >= resume[(src, s.partition)]
+    ]
+    assert later
+    for s, d in later:
+        assert book[(src, s.partition)].translate(s.offset) == d.offset
+
+
+def test_a_missing_target_topic_is_waited_for_never_created_by_the_copier(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    src = make_topic(clusters.source_bootstrap, partitions=2)
+    produce(clusters.source_bootstrap, src, records(5_000))
+    ends = end_offsets(clusters.source_bootstrap, src)
+    book = ProgressBook()
+    copier = BatchCopier(mirror_config(clusters.source_bootstrap, clusters.target_bootstrap), book)
+    keys = [(src, p) for p in ends]
+    try:
+        copier.assign({k: (src, 0) for k in keys})
+        copied = sum(copier.step(0.1) for _ in range(20))
+        assert copied == 0
+        # Metadata requests must not have created it with the broker's defaults.
+        assert src not in list_topics(clusters.target_bootstrap)
+        dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(book[k].acked < ends[k[1]] for k in keys):
+            copier.step(0.1)
+    finally:
+        copier.close()
+    source = consume_all(clusters.source_bootstrap, src)
+    target = consume_all(clusters.target_bootstrap, dst)
+    assert [r.content() for r in target] == [r.content() for r in source]
+    assert_translates(book, src, source, target)

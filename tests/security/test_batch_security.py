@@ -45,7 +45,7 @@ def test_batch_copy_from_sasl_ssl_to_mtls(secure_cluster: SecureCluster) -> None
         for i in range(2000)
     ]
     produce(s.plaintext, src, rows, **{"compression.type": "lz4"})
-    config = mirror_config(s.sasl_ssl, s.mtls, source=sasl(s, s.password), target=mtls(s))
+    config = mirror_config(s.sasl_ssl, s.mtls, sasl(s, s.password), mtls(s))
     book, fallbacks = copy_all(config, s.plaintext, src, dst)
     assert fallbacks == {}
     source = consume_all(s.plaintext, src)
@@ -59,7 +59,7 @@ def test_wrong_password_is_a_cluster_error_naming_the_refusal_not_the_password(
 ) -> None:
     s = secure_cluster
     wrong = "Wrong-" + s.password
-    config = mirror_config(s.sasl_ssl, s.mtls, source=sasl(s, wrong), target=mtls(s))
+    config = mirror_config(s.sasl_ssl, s.mtls, sasl(s, wrong), mtls(s))
     copier = BatchCopier(config, ProgressBook())
     try:
         with pytest.raises(ClusterError, match=r"source cluster .* refused us") as err:

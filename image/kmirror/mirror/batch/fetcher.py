@@ -85,21 +85,15 @@ class Fetcher:
         pos = self._positions.get(key)
         return None if pos is None else pos.offset
 
-    def keys(self) -> list[Key]:
-        return list(self._positions)
-
-    @property
-    def idle(self) -> bool:
-        return not self._in_flight
-
     # -- requests -------------------------------------------------------------------------------
 
     def send(self, ready: Callable[[Key], bool]) -> None:
         """One fetch to every leader that has none in flight, for the partitions with room."""
         now = time.monotonic()
+        busy = {k for _, sent in self._in_flight.values() for k in sent}
         by_node: dict[int, list[Key]] = {}
         for key, pos in self._positions.items():
-            if pos.retry_at > now or not ready(key):
+            if pos.retry_at > now or key in busy or not ready(key):
                 continue
             node = self._link.leader(*key)
             if node is None:

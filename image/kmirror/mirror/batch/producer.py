@@ -50,7 +50,7 @@ class Pending:
     batch: Batch
     next_source: int  # source position once acknowledged (after dropped batches behind it)
     sequence: int = 0
-    first_sent: float = 0.0
+    since: float = field(default_factory=time.monotonic)  # the delivery timeout counts from here
     target_offset: int | None = None  # set by the acknowledgement (-1: duplicate, unknown)
 
 
@@ -88,6 +88,7 @@ class ProducerSession:
         self._init: Future | None = None
         self._init_since = 0.0
         self._reset = False
+        self._failure: SendError | None = None
 
     # -- the session ----------------------------------------------------------------------------
 
@@ -162,8 +163,10 @@ class ProducerSession:
         """Forget a partition's queue; the sequence is kept in case it comes back."""
         q = self._queues.get(target)
         if q is not None:
+            # Responses still on the way for it are ignored (take() finds no item for them).
             q.items.clear()
-            q.sent = 0
+            q.sent = q.in_flight = 0
+            q.retrying = False
 
     @property
     def unacknowledged(self) -> int:
@@ -177,7 +180,7 @@ class ProducerSession:
         now = time.monotonic()
         by_node: dict[int, list[Queue]] = {}
         for q in self._queues.values():
-            if q.items and q.sent and now - q.items[0].first_sent > self._delivery_timeout_s:
+            if q.items and now - q.items[0].since > self._delivery_timeout_s:
                 raise SendError(
                     f"target {q.topic}[{q.partition}] did not acknowledge a batch within "
                     f"{self._delivery_timeout_s:.0f} s (message.timeout.ms); nothing past it "
@@ -199,9 +202,9 @@ class ProducerSession:
                 ]
                 if not items:
                     break
-                self._send(node, items, now)
+                self._send(node, items)
 
-    def _send(self, node: int, items: list[tuple[Queue, Pending]], now: float) -> None:
+    def _send(self, node: int, items: list[tuple[Queue, Pending]]) -> None:
         topics: dict[str, list[Any]] = {}
         for q, p in items:
             data = rewrite(p.batch, self.producer_id, self.epoch, p.sequence)
@@ -212,7 +215,6 @@ class ProducerSession:
             )
             q.sent += 1
             q.in_flight += 1
-            p.first_sent = p.first_sent or now
         request = ProduceRequest(
             transactional_id=None,
             acks=-1,
@@ -228,8 +230,9 @@ class ProducerSession:
     # -- responses ------------------------------------------------------------------------------
 
     def take(self) -> list[Pending]:
-        """Batches acknowledged since the last call, in order per partition. Raises SendError
-        for what the target refuses for good."""
+        """Batches acknowledged since the last call, in order per partition. What the target
+        refused for good is kept for ``check``: the acknowledgements that came with it are
+        still reported first."""
         done, self._requests = (
             [r for r in self._requests if r[1].is_done],
             [r for r in self._requests if not r[1].is_done],
@@ -247,7 +250,10 @@ class ProducerSession:
                 if self._queues.get((q.topic, q.partition)) is not q or p not in q.items:
                     continue  # dropped while in flight
                 q.in_flight -= 1
-                self._result(q, p, codes.get((q.topic, q.partition)))
+                try:
+                    self._result(q, p, codes.get((q.topic, q.partition)))
+                except SendError as exc:
+                    self._failure = self._failure or exc
         for q in self._queues.values():
             while q.items and q.items[0].target_offset is not None:
                 acked.append(q.items.popleft())
@@ -257,6 +263,12 @@ class ProducerSession:
                 q.sent = 0
                 q.retry_at = time.monotonic() + RETRY_BACKOFF_S
         return acked
+
+    def check(self) -> None:
+        """Raise what the target refused for good (SendError), once its acknowledgements are
+        in the book."""
+        if self._failure is not None:
+            raise self._failure
 
     def _result(self, q: Queue, p: Pending, part: Any) -> None:
         code = -1 if part is None else part.error_code

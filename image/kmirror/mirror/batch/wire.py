@@ -13,6 +13,7 @@ import logging
 import time
 from typing import Any
 
+import kafka.errors as kerrors
 from kafka.future import Future
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
@@ -28,6 +29,25 @@ def selector() -> Any:
     return NetworkSelector()
 
 
+class _Manager(KafkaConnectionManager):  # type: ignore[misc]
+    """Remembers why a connection was refused. kafka-python keeps a refused login only for
+    broker connections, not for bootstrap ones, and retries those until its timeout."""
+
+    refusal: BaseException | None = None
+
+    def get_connection(self, node_id: Any, *args: Any, **kwargs: Any) -> Any:
+        conn = super().get_connection(node_id, *args, **kwargs)
+        conn.init_future.add_errback(self._note)
+        return conn
+
+    def _note(self, exc: BaseException) -> None:
+        text = str(exc)
+        if isinstance(exc, (kerrors.SaslAuthenticationFailedError, kerrors.AuthorizationError)) or (
+            "Handshake failed" in text and ("CERTIFICATE" in text.upper() or "alert" in text)
+        ):
+            self.refusal = exc
+
+
 class Link:
     """One cluster: bootstrap, metadata for the topics we use, leaders, requests."""
 
@@ -35,7 +55,7 @@ class Link:
         self.side = side
         self._net = net
         self._bootstrap = ",".join(args["bootstrap_servers"])
-        self._manager = KafkaConnectionManager(net, **args)
+        self._manager = _Manager(net, **args)
         # Metadata requests must never create a topic with the broker's defaults: the mirror
         # creates target topics with the source's layout (topics.py).
         self._manager.cluster.config["allow_auto_create_topics"] = False
@@ -67,9 +87,6 @@ class Link:
             self._topics |= topics
             self._manager.cluster.set_topics(sorted(self._topics))
 
-    def forget(self, topics: set[str]) -> None:
-        self._topics -= topics
-
     def refresh(self) -> None:
         """Leaders moved (or a broker went away): ask for metadata again, soon."""
         self._manager.cluster.request_update()
@@ -87,9 +104,6 @@ class Link:
         node = self._manager.least_loaded_node()
         return None if node is None else int(node)
 
-    def known(self, topic: str) -> bool:
-        return self._manager.cluster.partitions_for_topic(topic) is not None
-
     def send(self, node: int, request: Any) -> Future:
         """Send now (or once connected); the future holds the response or the failure."""
         return self._manager.send(request, node_id=node)
@@ -99,19 +113,8 @@ class Link:
         return 0 if conn is None else len(conn.in_flight_requests)
 
     def auth_failure(self) -> str | None:
-        failures = list(self._manager._auth_failures.values())
-        return str(failures[0]) if failures else None
+        failures = list(self._manager._auth_failures.values()) or [self._manager.refusal]
+        return None if failures[0] is None else str(failures[0])
 
     def close(self) -> None:
         self._manager.close()
-
-
-def run_until(net: Any, future: Future, timeout_s: float) -> bool:
-    """Drive the selector until the future is done (True) or the time is up (False)."""
-    deadline = time.monotonic() + timeout_s
-    while not future.is_done:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        net.poll(timeout_ms=left * 1000, future=future)
-    return True
