@@ -35,9 +35,10 @@ go-tools: ## helm, ct, kubeconform and promtool built from the Go module proxy i
 system-deps: ## podman, runc, debootstrap from Debian (for the image tests)
 	@scripts/system-deps
 
-lint: venv ## ruff lint + format check
+lint: venv ## ruff lint + format check, hadolint on the Containerfiles (any finding fails)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/hadolint Dockerfile scripts/k8s/pause/Containerfile
 
 typecheck: venv ## mypy --strict on both packages
 	$(VENV)/bin/mypy
@@ -85,7 +86,7 @@ clusters-status: ## Show which local clusters run
 image-inputs: venv jars ## Hash-checked wheelhouse and jar directory for offline image builds
 	scripts/image-inputs
 
-image: image-inputs system-deps ## Build the `mirror` and `validate` images with podman
+image: image-inputs system-deps ## Build the `mirror` and `validate` images with podman (base pinned by digest) and their CycloneDX SBOMs in .cache/sbom/
 	scripts/build-image
 
 test-image: venv jars system-deps ## Build both images (cached) and run them against the local clusters
