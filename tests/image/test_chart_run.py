@@ -47,6 +47,19 @@ def chart_values(clusters: Clusters, topic: str, group: str, port: int) -> dict[
     }
 
 
+def wait_mirrored(container: str, clusters: Clusters, topic: str, count: int) -> None:
+    """Until the target topic has `count` records; fails at once if the container exits."""
+
+    def mirrored() -> bool:
+        state = podman("inspect", "--format", "{{.State.Running}}", container, check=False)
+        if state.stdout.strip() != "true":
+            logs = podman("logs", container, check=False)
+            raise AssertionError(f"the rendered mirror exited:\n{logs.stdout}{logs.stderr}")
+        return target_has(clusters, topic, count)()
+
+    wait_until(mirrored, 120, 0.5, f"{count} records on the target topic {topic}")
+
+
 def test_rendered_mirror_and_hook_run_in_the_built_images(
     images: Images,
     clusters: Clusters,
@@ -72,15 +85,7 @@ def test_rendered_mirror_and_hook_run_in_the_built_images(
     name = f"kmirror-chart-{uuid.uuid4().hex[:10]}"
     podman(*mirror.podman_args(name, detach=True))
     try:
-
-        def mirrored() -> bool:
-            state = podman("inspect", "--format", "{{.State.Running}}", name, check=False)
-            if state.stdout.strip() != "true":
-                logs = podman("logs", name, check=False)
-                raise AssertionError(f"the rendered mirror exited:\n{logs.stdout}{logs.stderr}")
-            return target_has(clusters, topic, len(sent))()
-
-        wait_until(mirrored, 120, 0.5, f"{len(sent)} records on the target topic {topic}")
+        wait_mirrored(name, clusters, topic, len(sent))
         source = consume_all(clusters.source_bootstrap, topic)
         target = consume_all(clusters.target_bootstrap, topic)
         assert contents(target) == contents(source)
@@ -142,15 +147,7 @@ def test_rendered_mm2_mode_runs_the_users_mm2_properties(
     podman(*mirror.podman_args(name, secrets=secrets, secret_dir=tmp_path, detach=True))
     target = f"east.{topic}"
     try:
-
-        def mirrored() -> bool:
-            state = podman("inspect", "--format", "{{.State.Running}}", name, check=False)
-            if state.stdout.strip() != "true":
-                logs = podman("logs", name, check=False)
-                raise AssertionError(f"the rendered mirror exited:\n{logs.stdout}{logs.stderr}")
-            return target_has(clusters, target, len(sent))()
-
-        wait_until(mirrored, 120, 0.5, f"{len(sent)} records on the target topic {target}")
+        wait_mirrored(name, clusters, target, len(sent))
         assert contents(consume_all(clusters.target_bootstrap, target)) == contents(
             consume_all(clusters.source_bootstrap, topic)
         )
