@@ -103,6 +103,14 @@ def test_selector_and_commit_interval_follow_the_values(
     assert 'namespace="' not in "".join(r["expr"] for r in rules.values())
 
 
+def test_a_mirror_scaled_to_zero_is_not_down(
+    helm_template: Callable[..., Any], minimal: dict[str, Any]
+) -> None:
+    values = {**rule_values(minimal), "replicaCount": 0}
+    rules = rules_by_alert(rendered_groups(helm_template, values))
+    assert "KmirrorDown" not in rules and "KmirrorNoCommit" in rules
+
+
 def test_rules_without_a_monitor_need_a_selector(
     helm_template: Callable[..., Any], minimal: dict[str, Any]
 ) -> None:
@@ -231,7 +239,7 @@ def promtool_tests() -> list[dict[str, Any]]:
             ],
             "alert_rule_test": [case("15m", "KmirrorDown")],
         },
-        {  # Nothing scraped for this release (scaled to 0, never scheduled, not scraped).
+        {  # Nothing scraped for this release (never scheduled, not scraped).
             "interval": "15s",
             "input_series": [series("up", "1x80", job="another-release")],
             "alert_rule_test": [

@@ -94,7 +94,7 @@ groups:
             The error names the cause (e.g. MSG_SIZE_TOO_LARGE: raise the target topic's
             max.message.bytes; TOPIC_AUTHORIZATION_FAILED: grant the mirror's user write access).
       {{- end }}
-      {{- if $a.mirrorDown.enabled }}
+      {{- if and $a.mirrorDown.enabled (gt (int .Values.replicaCount) 0) }}{{/* 0: off on purpose */}}
       - alert: KmirrorDown
         expr: |-
           sum by (namespace, job) (up{ {{- $sel -}} }) == 0
@@ -107,7 +107,7 @@ groups:
           summary: "No kmirror pod is up ({{ $sel | replace "\"" "" }})"
           description: >-
             Prometheus has not scraped any pod of the mirror for {{ $a.mirrorDown.for }}: nothing is being
-            copied. The pods are crash-looping, not scheduled, scaled to 0, or not scraped.
+            copied. The pods are crash-looping, not scheduled, or not scraped.
           action: >-
             kubectl get pods and kubectl logs --previous on the mirror's pods; a configuration error
             exits with code 2 and names the value to fix.
