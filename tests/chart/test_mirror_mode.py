@@ -166,11 +166,22 @@ def test_mm2_mode_arguments_load_in_kmirror(
             ],
         ),
         (
+            mm2_values(networkPolicy={"enabled": True, "allowExternalEgress": False}),
+            ["kmirror: networkPolicy.extraEgress", "cannot read the\n    brokers' ports"],
+        ),
+        (
             mm2_values(prometheusRule={"enabled": True, "selector": 'job="m"'}),
             ["kmirror: prometheusRule.commitIntervalSeconds", "offset.flush.interval.ms"],
         ),
     ],
-    ids=["no-file", "two-files", "contradicting-values", "validation-clusters", "alert-interval"],
+    ids=[
+        "no-file",
+        "two-files",
+        "contradicting-values",
+        "validation-clusters",
+        "egress-ports",
+        "alert-interval",
+    ],
 )
 def test_mm2_mode_bad_values_name_the_fix(
     helm_template: Callable[..., Any], values: dict[str, Any], messages: list[str]

@@ -234,8 +234,15 @@ kmirror: {{ $name }}
     {{ index $entry 1 }}. Remove {{ $name }} from your values.
 {{- end }}
 {{- end }}
-{{- if and (gt (int $v.replicaCount) 0) (include "kmirror.validation.active" .) }}
+{{- $np := $v.networkPolicy -}}
 {{- $cl := include "kmirror.clusters" . | fromYaml -}}
+{{- if and $np.enabled (not $np.allowExternalEgress) (not $np.extraEgress) (not (and $cl.source.bootstrapServers $cl.target.bootstrapServers)) }}
+kmirror: networkPolicy.extraEgress
+    mm2Config.enabled with networkPolicy.allowExternalEgress: false: the chart cannot read the
+    brokers' ports from mm2.properties. Allow them with networkPolicy.extraEgress (or set
+    source/target bootstrapServers, whose ports are allowed, or allowExternalEgress: true).
+{{- end }}
+{{- if and (gt (int $v.replicaCount) 0) (include "kmirror.validation.active" .) }}
 {{- if or (not $cl.source.bootstrapServers) (not $cl.target.bootstrapServers) }}
 kmirror: {{ $cl.source.from }}.bootstrapServers / {{ $cl.target.from }}.bootstrapServers
     mm2Config.enabled: the validation pods (helm test, post-install hook) do not read
