@@ -10,10 +10,12 @@
 #   podman build --target validate -t kmirror-validate .
 # `make image` does all of it and tags localhost/kmirror{,-validate}:<version> and :dev.
 #
-# Pin the base image by digest for reproducible builds, e.g.
+# The base image is pinned by digest: scripts/build-image (`make image`) passes
 #   --build-arg BASE_IMAGE=docker.io/library/debian:bookworm-slim@sha256:<digest>
-# (digest from `podman image inspect --format '{{.Digest}}' debian:bookworm-slim` or the
-# registry). The venv's interpreter is the base's python3, so the base must be Debian bookworm.
+#   --build-arg BASE_DIGEST=sha256:<digest>
+# with the digest of the base in local storage (`podman image inspect --format '{{.Digest}}'`;
+# here the base is made with debootstrap by scripts/base-image, elsewhere take the registry's
+# digest). The venv's interpreter is the base's python3, so the base must be Debian bookworm.
 #
 # Runtime contract of both final stages: UID/GID 65532, exec-form ENTRYPOINT (no shell), a
 # read-only root filesystem works (writes go to the /tmp volume only), no compiler, no pip, no
@@ -99,6 +101,7 @@ VOLUME ["/tmp"]
 USER 65532:65532
 ENTRYPOINT ["/opt/kmirror/bin/kmirror-validate"]
 ARG BASE_IMAGE
+ARG BASE_DIGEST=""
 ARG VERSION=dev
 ARG REVISION=unknown
 ARG SOURCE=""
@@ -108,7 +111,8 @@ LABEL org.opencontainers.image.title="kmirror-validate" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.source="${SOURCE}" \
       org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.base.name="${BASE_IMAGE}"
+      org.opencontainers.image.base.name="${BASE_IMAGE}" \
+      org.opencontainers.image.base.digest="${BASE_DIGEST}"
 
 # ----------------------------------------------------------------------------- mirror
 # Last stage: what `podman build .` / `docker build .` produce without --target.
@@ -124,6 +128,7 @@ EXPOSE 9404
 # exits with the mirror's code.
 ENTRYPOINT ["/opt/kmirror/bin/kmirror", "entrypoint"]
 ARG BASE_IMAGE
+ARG BASE_DIGEST=""
 ARG VERSION=dev
 ARG REVISION=unknown
 ARG SOURCE=""
@@ -133,4 +138,5 @@ LABEL org.opencontainers.image.title="kmirror" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.source="${SOURCE}" \
       org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.base.name="${BASE_IMAGE}"
+      org.opencontainers.image.base.name="${BASE_IMAGE}" \
+      org.opencontainers.image.base.digest="${BASE_DIGEST}"

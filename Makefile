@@ -29,15 +29,16 @@ $(VENV)/.installed: requirements/dev.lock pyproject.toml
 jars: ## Kafka broker, MirrorMaker 2 and spark-sql-kafka jars from Maven Central into the cache
 	@scripts/resolve-jars
 
-go-tools: ## helm, ct and kubeconform built from the Go module proxy into the cache
+go-tools: ## helm, ct, kubeconform and promtool built from the Go module proxy into the cache
 	@scripts/build-go-tools
 
 system-deps: ## podman, runc, debootstrap from Debian (for the image tests)
 	@scripts/system-deps
 
-lint: venv ## ruff lint + format check
+lint: venv ## ruff lint + format check, hadolint on the Containerfiles (any finding fails)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/hadolint Dockerfile scripts/k8s/pause/Containerfile
 
 typecheck: venv ## mypy --strict on both packages
 	$(VENV)/bin/mypy
@@ -88,7 +89,7 @@ clusters-status: ## Show which local clusters run
 image-inputs: venv jars ## Hash-checked wheelhouse and jar directory for offline image builds
 	scripts/image-inputs
 
-image: image-inputs system-deps ## Build the `mirror` and `validate` images with podman
+image: image-inputs system-deps ## Build the `mirror` and `validate` images with podman (base pinned by digest) and their CycloneDX SBOMs in .cache/sbom/
 	scripts/build-image
 
 test-image: venv jars system-deps ## Build both images (cached) and run them against the local clusters

@@ -127,6 +127,16 @@ KITCHEN_SINK: dict[str, Any] = {
     "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/m"}},
     "service": {"annotations": {"a": "b"}, "labels": {"c": "d"}},
     "podMonitor": {"enabled": True, "relabelings": [{"action": "labeldrop", "regex": "pod"}]},
+    "grafanaDashboard": {"enabled": True, "annotations": {"grafana_folder": "Kafka"}},
+    "prometheusRule": {
+        "enabled": True,
+        "labels": {"release": "prometheus"},
+        "additionalLabels": {"team": "data"},
+        "alerts": {"heartbeatAge": {"enabled": True}},
+    },
+    "topicRefreshIntervalSeconds": 30,
+    "createTopics": False,
+    "args": ["--strict"],
     "pdb": {"minAvailable": "50%", "maxUnavailable": ""},
     "networkPolicy": {
         "enabled": True,

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.chart
 CRD_KINDS = {
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
     ("monitoring.coreos.com/v1", "PodMonitor"),
+    ("monitoring.coreos.com/v1", "PrometheusRule"),
 }
 
 CASES: list[tuple[str, Any]] = [

@@ -97,6 +97,8 @@ def test_every_ci_file_renders_something_different() -> None:
     assert names <= set(rendered)
     assert rendered["replicas-0-values.yaml"].deployment["spec"]["replicas"] == 0
     assert rendered["monitoring-values.yaml"].has("ServiceMonitor")
+    assert rendered["monitoring-values.yaml"].has("PrometheusRule")
+    assert rendered["monitoring-values.yaml"].one("ConfigMap", f"{chartlib.FULLNAME}-dashboard")
     assert rendered["kudo-source-values.yaml"].has("PodMonitor")
     assert rendered["sasl-ssl-values.yaml"].has("NetworkPolicy")
     assert rendered["kudo-destination-values.yaml"].has("Job")

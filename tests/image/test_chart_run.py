@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,6 +47,19 @@ def chart_values(clusters: Clusters, topic: str, group: str, port: int) -> dict[
     }
 
 
+def wait_mirrored(container: str, clusters: Clusters, topic: str, count: int) -> None:
+    """Until the target topic has `count` records; fails at once if the container exits."""
+
+    def mirrored() -> bool:
+        state = podman("inspect", "--format", "{{.State.Running}}", container, check=False)
+        if state.stdout.strip() != "true":
+            logs = podman("logs", container, check=False)
+            raise AssertionError(f"the rendered mirror exited:\n{logs.stdout}{logs.stderr}")
+        return target_has(clusters, topic, count)()
+
+    wait_until(mirrored, 120, 0.5, f"{count} records on the target topic {topic}")
+
+
 def test_rendered_mirror_and_hook_run_in_the_built_images(
     images: Images,
     clusters: Clusters,
@@ -71,15 +85,7 @@ def test_rendered_mirror_and_hook_run_in_the_built_images(
     name = f"kmirror-chart-{uuid.uuid4().hex[:10]}"
     podman(*mirror.podman_args(name, detach=True))
     try:
-
-        def mirrored() -> bool:
-            state = podman("inspect", "--format", "{{.State.Running}}", name, check=False)
-            if state.stdout.strip() != "true":
-                logs = podman("logs", name, check=False)
-                raise AssertionError(f"the rendered mirror exited:\n{logs.stdout}{logs.stderr}")
-            return target_has(clusters, topic, len(sent))()
-
-        wait_until(mirrored, 120, 0.5, f"{len(sent)} records on the target topic {topic}")
+        wait_mirrored(name, clusters, topic, len(sent))
         source = consume_all(clusters.source_bootstrap, topic)
         target = consume_all(clusters.target_bootstrap, topic)
         assert contents(target) == contents(source)
@@ -97,6 +103,59 @@ def test_rendered_mirror_and_hook_run_in_the_built_images(
         podman("stop", "--time", "30", name, timeout=60)
         code = podman("inspect", "--format", "{{.State.ExitCode}}", name).stdout.strip()
         assert code == "0", podman("logs", name, check=False).stderr[-4000:]
+        assert committed(clusters, group, topic) == end_offsets(clusters.source_bootstrap, topic)
+    finally:
+        podman("rm", "--force", "--volumes", "--time", "0", name, check=False)
+
+
+def test_rendered_mm2_mode_runs_the_users_mm2_properties(
+    images: Images,
+    clusters: Clusters,
+    tmp_path: Path,
+    unique_name: Callable[..., str],
+    make_topic: Callable[..., str],
+) -> None:
+    """mm2Config mode as rendered: the file from a Secret, `kmirror entrypoint run --mm2-config`,
+    the chart's flags (group, port, --refresh-topics-interval-s), and no environment that could
+    override the file: MirrorMaker 2's default policy names the target topic `east.<topic>`."""
+    topic = unique_name("it-chart-mm2")
+    group = unique_name("chart-mm2")
+    make_topic(clusters.source_bootstrap, topic, partitions=PARTITIONS)
+    sent = records(200, PARTITIONS)
+    produce(clusters.source_bootstrap, topic, sent)
+    mm2 = (
+        "clusters = east, west\n"
+        f"east.bootstrap.servers = {clusters.source_bootstrap}\n"
+        f"west.bootstrap.servers = {clusters.target_bootstrap}\n"
+        "east->west.enabled = true\n"
+        f"east->west.topics = {topic}\n"
+        "emit.heartbeats.enabled = false\n"
+        "offset.flush.interval.ms = 1000\n"
+    )
+    values = {
+        "image": {"registry": "localhost", "repository": "kmirror", "tag": __version__},
+        "mm2Config": {"enabled": True, "existingSecret": "mm2", "flow": "east->west"},
+        "consumerGroup": group,
+        "metrics": {"port": free_port()},
+        "topicRefreshIntervalSeconds": 2,
+        "validation": {"test": {"enabled": False}, "hook": {"enabled": False}},
+    }
+    mirror = chartlib.run_spec(chartlib.helm_template(values))
+    assert mirror.image == images.mirror and not mirror.command and not mirror.env
+    name = f"kmirror-chart-mm2-{uuid.uuid4().hex[:10]}"
+    secrets = {chartlib.SecretRef("mm2", "mm2.properties"): mm2}
+    podman(*mirror.podman_args(name, secrets=secrets, secret_dir=tmp_path, detach=True))
+    target = f"east.{topic}"
+    try:
+        wait_mirrored(name, clusters, target, len(sent))
+        assert contents(consume_all(clusters.target_bootstrap, target)) == contents(
+            consume_all(clusters.source_bootstrap, topic)
+        )
+        podman("stop", "--time", "30", name, timeout=60)
+        logs = podman("logs", name, check=False)
+        code = podman("inspect", "--format", "{{.State.ExitCode}}", name).stdout.strip()
+        assert code == "0", logs.stderr[-4000:]
+        assert "dialect=mm2" in logs.stdout + logs.stderr
         assert committed(clusters, group, topic) == end_offsets(clusters.source_bootstrap, topic)
     finally:
         podman("rm", "--force", "--volumes", "--time", "0", name, check=False)

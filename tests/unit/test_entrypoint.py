@@ -402,3 +402,44 @@ def test_sigterm_before_the_mirror_starts_exits_0(
     before = signal.getsignal(signal.SIGTERM)
     assert commands.entrypoint(argparse.Namespace()) == 0
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+# ------------------------------------------------------------- arguments (Kubernetes `args`)
+
+
+def _entrypoint_args(*args: str) -> argparse.Namespace:
+    return cli_main.build_parser().parse_args(["entrypoint", *args])
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_flags_after_entrypoint_reach_the_rendered_run(
+    environ: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in {**environ, **BASE}.items():
+        monkeypatch.setenv(key, value)
+    seen: list[list[str]] = []
+    monkeypatch.setattr(cli_main, "main", lambda argv: seen.append(list(argv)) or 0)
+    args = _entrypoint_args("--no-create-topics", "--refresh-topics-interval-s", "30")
+    assert commands.entrypoint(args) == 0
+    assert seen[0][:2] == ["run", "--consumer.config"]
+    assert seen[0][-3:] == ["--no-create-topics", "--refresh-topics-interval-s", "30"]
+    # ... and they are real `kmirror run` flags: the rendered command line loads with them.
+    assert cli_main.build_parser().parse_args(seen[0]).no_create_topics is True
+
+
+def test_a_command_after_entrypoint_runs_as_given_without_rendering(
+    environ: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)  # no cluster variables: rendering would fail
+    seen: list[list[str]] = []
+    monkeypatch.setattr(cli_main, "main", lambda argv: seen.append(list(argv)) or 3)
+    mm2 = str(tmp_path / "mm2.properties")
+    assert commands.entrypoint(_entrypoint_args("run", "--mm2-config", mm2, "--flow", "a->b")) == 3
+    assert seen == [["run", "--mm2-config", mm2, "--flow", "a->b"]]
+    assert not Path(environ["KMIRROR_CONFIG_DIR"]).exists()
+
+
+def test_entrypoint_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert commands.entrypoint(_entrypoint_args("--help")) == 0
+    assert "run --mm2-config" in capsys.readouterr().out

@@ -16,6 +16,8 @@ are reported at once. values.schema.json catches types, enums and ranges before 
 {{- $messages = append $messages (include "kmirror.validateValues.pdb" .) -}}
 {{- $messages = append $messages (include "kmirror.validateValues.monitoring" .) -}}
 {{- $messages = append $messages (include "kmirror.validateValues.validation" .) -}}
+{{- $messages = append $messages (include "kmirror.validateValues.mirrorMode" .) -}}
+{{- $messages = append $messages (include "kmirror.validateValues.prometheusRule" .) -}}
 {{- $trimmed := list -}}
 {{- range $messages }}{{ with trim . }}{{ $trimmed = append $trimmed . }}{{ end }}{{ end -}}
 {{- $message := join "\n" $trimmed -}}
@@ -43,6 +45,9 @@ kmirror: external.clusterType
 {{- define "kmirror.validateValues.clusters" -}}
 {{- $cl := include "kmirror.clusters" . | fromYaml -}}
 {{- $enabled := gt (int .Values.replicaCount) 0 -}}
+{{- if .Values.mm2Config.enabled }}{{/* the clusters are in mm2.properties; mirrorMode checks the rest */}}
+{{- $enabled = false -}}
+{{- end -}}
 {{- range $side := list "source" "target" }}
 {{- $c := get $cl $side -}}
 {{- $from := $c.from -}}
@@ -205,5 +210,68 @@ kmirror: validation.hook.activeDeadlineSeconds
 kmirror: validation.test.activeDeadlineSeconds
     The test pod would be killed before it finishes waiting: set
     validation.test.activeDeadlineSeconds above validation.waitTimeoutSeconds ({{ $wait }}).
+{{- end }}
+{{- end -}}
+
+{{/* mm2Config mode: one source for the file, and no value that the file would contradict. */}}
+{{- define "kmirror.validateValues.mirrorMode" -}}
+{{- $v := .Values -}}
+{{- $m := $v.mm2Config -}}
+{{- if $m.enabled }}
+{{- if eq (len (compact (list $m.existingConfigMap $m.existingSecret))) 2 }}
+kmirror: mm2Config.existingConfigMap / mm2Config.existingSecret
+    Both are set: keep the one that holds your mm2.properties (a Secret when it has credentials).
+{{- else if not (or $m.existingConfigMap $m.existingSecret) }}
+kmirror: mm2Config.existingSecret
+    mm2Config.enabled needs your mm2.properties: set mm2Config.existingSecret (or
+    mm2Config.existingConfigMap) to the object holding it under the key mm2Config.key ({{ $m.key }}).
+{{- end }}
+{{- $fixed := dict "whitelist" (list (ne ($v.whitelist | toString) ".*") "<flow>.topics") "blacklist" (list (ne ($v.blacklist | toString) "") "<flow>.topics.exclude") "numStreams" (list (ne (int $v.numStreams) 1) "tasks.max") "offsetCommitIntervalMs" (list (ne (int64 $v.offsetCommitIntervalMs) 60000) "offset.flush.interval.ms") "rename" (list (or (ne $v.rename.policy "identity") (ne $v.rename.sourceAlias "source")) "replication.policy.class and the cluster aliases") "partitioning" (list (ne $v.partitioning "same") "(no MM2 setting: kmirror keeps partition numbers)") "replicationFactor" (list (ne (int $v.replicationFactor) -1) "replication.factor") "extraConsumerProperties" (list (not (empty $v.extraConsumerProperties)) "<alias>.consumer.* keys") "extraProducerProperties" (list (not (empty $v.extraProducerProperties)) "<alias>.producer.* keys") -}}
+{{- range $name, $entry := $fixed }}
+{{- if index $entry 0 }}
+kmirror: {{ $name }}
+    mm2Config.enabled: the mirror runs your mm2.properties, where this is set with
+    {{ index $entry 1 }}. Remove {{ $name }} from your values.
+{{- end }}
+{{- end }}
+{{- $np := $v.networkPolicy -}}
+{{- $cl := include "kmirror.clusters" . | fromYaml -}}
+{{- if and $np.enabled (not $np.allowExternalEgress) (not $np.extraEgress) (not (and $cl.source.bootstrapServers $cl.target.bootstrapServers)) }}
+kmirror: networkPolicy.extraEgress
+    mm2Config.enabled with networkPolicy.allowExternalEgress: false: the chart cannot read the
+    brokers' ports from mm2.properties. Allow them with networkPolicy.extraEgress (or set
+    source/target bootstrapServers, whose ports are allowed, or allowExternalEgress: true).
+{{- end }}
+{{- if and (gt (int $v.replicaCount) 0) (include "kmirror.validation.active" .) }}
+{{- if or (not $cl.source.bootstrapServers) (not $cl.target.bootstrapServers) }}
+kmirror: {{ $cl.source.from }}.bootstrapServers / {{ $cl.target.from }}.bootstrapServers
+    mm2Config.enabled: the validation pods (helm test, post-install hook) do not read
+    mm2.properties; give them the flow's clusters with {{ $cl.source.from }}.* and {{ $cl.target.from }}.*
+    (bootstrap servers and security), or set validation.test.enabled and
+    validation.hook.enabled to false.
+{{- end }}
+{{- if not $v.validation.topics }}
+kmirror: validation.topics
+    mm2Config.enabled: set validation.topics to the regex of the flow's topics (and, with
+    MirrorMaker 2's prefixed target names, the matching validation.extraArgs), or set
+    validation.test.enabled and validation.hook.enabled to false.
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "kmirror.validateValues.prometheusRule" -}}
+{{- $r := .Values.prometheusRule -}}
+{{- if and $r.enabled (not (or .Values.serviceMonitor.enabled .Values.podMonitor.enabled)) (not $r.selector) }}
+kmirror: prometheusRule.selector
+    prometheusRule.enabled without serviceMonitor.enabled or podMonitor.enabled: the default
+    selector (namespace and job of those monitors) would match nothing. Enable one of them, or set
+    prometheusRule.selector to the labels your Prometheus scrapes kmirror with, e.g.
+    job="kmirror".
+{{- end }}
+{{- if and $r.enabled .Values.mm2Config.enabled (not (int $r.commitIntervalSeconds)) $r.alerts.noCommit.enabled }}
+kmirror: prometheusRule.commitIntervalSeconds
+    mm2Config.enabled: the commit interval is your mm2.properties' offset.flush.interval.ms;
+    set prometheusRule.commitIntervalSeconds to it (in seconds) for the KmirrorNoCommit alert.
 {{- end }}
 {{- end -}}

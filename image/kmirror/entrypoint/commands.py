@@ -50,9 +50,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the container entrypoint: render the templates from the environment, run the mirror",
         description="Load the optional .env file (KMIRROR_ENV_FILE), render the templates into "
         "KMIRROR_CONFIG_DIR (files mode 0600), log them with secrets masked and run the mirror "
-        "with them. Every variable is listed in docs/configuration.md (`kmirror env-docs`).",
+        "with them. Every variable is listed in docs/configuration.md (`kmirror env-docs`). "
+        "Arguments (the container's CMD, Kubernetes `args`): flags such as --no-create-topics "
+        "are added to that `kmirror run` command line; a first argument that is a command "
+        "(`run --mm2-config mm2.properties`, `check ...`) runs that kmirror command instead, "
+        "without rendering anything.",
+        # Every argument is the container's, flags included: `+` is no prefix anyone uses.
+        prefix_chars="+",
+        add_help=False,
     )
-    entry.set_defaults(handler=entrypoint)
+    entry.add_argument("args", nargs="*", metavar="ARG")
+    entry.set_defaults(handler=entrypoint, entrypoint_help=entry.format_help)
 
 
 class _Stopped(BaseException):
@@ -64,9 +72,19 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 
 def entrypoint(args: argparse.Namespace) -> int:
+    extra: list[str] = list(getattr(args, "args", None) or [])
+    if extra[:1] in (["-h"], ["--help"]):
+        print(args.entrypoint_help())
+        return 0
     previous = signal.signal(signal.SIGTERM, _stop)
     try:
-        return _entrypoint()
+        if extra and not extra[0].startswith("-"):
+            # A command of its own (e.g. the chart's mm2Config mode): run it as given, like an
+            # image's CMD replaces the default; the supervisor still becomes PID 1 here.
+            from kmirror.cli.main import main  # see _entrypoint
+
+            return main(extra)
+        return _entrypoint(extra)
     except _Stopped:
         log.info("SIGTERM before the mirror started: nothing to flush, exiting")
         return 0
@@ -74,7 +92,7 @@ def entrypoint(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _entrypoint() -> int:
+def _entrypoint(extra: list[str]) -> int:
     plan = build_plan(os.environ)
     _configure_logging(plan)
     for note in plan.notes:
@@ -86,7 +104,7 @@ def _entrypoint() -> int:
     # The mirror reads KMIRROR_* settings from the environment: give it the .env file's too.
     for key, value in plan.dotenv.items():
         os.environ.setdefault(key, value)
-    argv = plan.argv(directory)
+    argv = [*plan.argv(directory), *extra]
     log.info("starting: kmirror %s", shlex.join(argv))
     from kmirror.cli.main import main  # cli.main imports this module lazily
 
