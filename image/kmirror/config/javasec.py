@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kmirror.config import oauth
+
 # Java classes that change who we authenticate as or what we trust: without them the
 # connection would be less secure or not authenticated the way the user intended.
 FATAL_KEYS: Mapping[str, str] = {
@@ -57,20 +59,46 @@ class SecurityResult:
     errors: list[str] = field(default_factory=list)
 
 
+# Java classes kmirror does the job of itself (oauth.py, librdkafka's OIDC client).
+_MSK_PACKAGE = "software.amazon.msk.auth.iam."
+_OIDC_HANDLERS = (
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+    "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler",
+)
+_HANDLERS = ("sasl.login.callback.handler.class", "sasl.client.callback.handler.class")
+
+
+def _replaced_class(key: str, value: str) -> bool:
+    return key in _HANDLERS and (
+        value.startswith(_MSK_PACKAGE)
+        or (key == "sasl.login.callback.handler.class" and value in _OIDC_HANDLERS)
+    )
+
+
 def translate_security(props: Mapping[str, str]) -> SecurityResult:
     """Stores, JAAS and forbidden classes. Unhandled keys are left to the caller."""
     res = SecurityResult()
     for key, why in FATAL_KEYS.items():
         if key in props:
             res.consumed.add(key)
-            if props[key].strip():  # an empty list is Java's default: nothing to lose
+            value = props[key].strip()
+            # An empty list is Java's default: nothing to lose.
+            if value and not _replaced_class(key, value):
                 res.errors.append(f"'{key}' is not supported: {why}")
     _truststore(props, res)
     _keystore(props, res)
     if "sasl.jaas.config" in props:
         res.consumed.add("sasl.jaas.config")
         _jaas(props, res)
+    elif _msk(props):
+        _msk_iam(props, {}, res)
     return res
+
+
+def _msk(props: Mapping[str, str]) -> bool:
+    return any(props.get(k, "").strip().startswith(_MSK_PACKAGE) for k in _HANDLERS) or (
+        props.get("sasl.mechanism", "").strip().upper() == "AWS_MSK_IAM"
+    )
 
 
 def _truststore(props: Mapping[str, str], res: SecurityResult) -> None:
@@ -154,9 +182,6 @@ _JAAS_OPTION = re.compile(
     r"([\w.\-]+)\s*=\s*(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^\s;\"']+)", re.DOTALL
 )
 _MODULE_ALTERNATIVES = {
-    "OAuthBearerLoginModule": "set sasl.mechanism=OAUTHBEARER with sasl.oauthbearer.method=oidc, "
-    "sasl.oauthbearer.client.id, sasl.oauthbearer.client.secret and "
-    "sasl.oauthbearer.token.endpoint.url",
     "Krb5LoginModule": "set sasl.mechanism=GSSAPI with sasl.kerberos.service.name, "
     "sasl.kerberos.principal and sasl.kerberos.keytab",
 }
@@ -173,6 +198,13 @@ def _jaas(props: Mapping[str, str], res: SecurityResult) -> None:
         return
     module = match["module"].rsplit(".", 1)[-1]
     mechanism = props.get("sasl.mechanism", "").strip().upper()
+    options = {k: _unquote(v) for k, v in _JAAS_OPTION.findall(match["options"])}
+    if module == "IAMLoginModule" or (module == "OAuthBearerLoginModule" and _msk(props)):
+        _msk_iam(props, options, res)
+        return
+    if module == "OAuthBearerLoginModule":
+        _oauthbearer(props, options, res)
+        return
     if module not in ("PlainLoginModule", "ScramLoginModule"):
         alternative = _MODULE_ALTERNATIVES.get(
             module,
@@ -181,7 +213,6 @@ def _jaas(props: Mapping[str, str], res: SecurityResult) -> None:
         )
         res.errors.append(f"sasl.jaas.config login module {module} is not supported: {alternative}")
         return
-    options = {k: _unquote(v) for k, v in _JAAS_OPTION.findall(match["options"])}
     missing = [k for k in ("username", "password") if k not in options]
     if missing:
         res.errors.append(f"sasl.jaas.config ({module}) has no {' or '.join(missing)}")
@@ -213,6 +244,85 @@ def _jaas(props: Mapping[str, str], res: SecurityResult) -> None:
         res.notes.append(
             f"sasl.jaas.config option(s) {', '.join(extra)} ignored: librdkafka has no equivalent"
         )
+
+
+def _oauth_mechanism(props: Mapping[str, str], res: SecurityResult, accepted: set[str]) -> bool:
+    mechanism = props.get("sasl.mechanism", "").strip().upper()
+    res.consumed.add("sasl.mechanism")
+    if mechanism and mechanism not in accepted:
+        res.errors.append(
+            f"sasl.jaas.config is an OAUTHBEARER login but sasl.mechanism is {mechanism}: "
+            "set sasl.mechanism=OAUTHBEARER"
+        )
+        return False
+    res.conf["sasl.mechanism"] = "OAUTHBEARER"
+    return True
+
+
+def _msk_iam(props: Mapping[str, str], options: Mapping[str, str], res: SecurityResult) -> None:
+    """MSK's IAM login (its Java jar) becomes the same signed token from oauth.py."""
+    if not _oauth_mechanism(props, res, {"AWS_MSK_IAM", "OAUTHBEARER"}):
+        return
+    res.notes.append(
+        "AWS MSK IAM authentication: sent as SASL/OAUTHBEARER with a token signed by "
+        "aws-msk-iam-sasl-signer-python (MSK's IAM listeners accept it like AWS_MSK_IAM)"
+    )
+    res.conf[oauth.PROVIDER] = oauth.MSK_IAM
+    for option, key in (
+        ("awsProfileName", oauth.AWS_PROFILE),
+        ("awsRoleArn", oauth.AWS_ROLE_ARN),
+        ("awsRoleSessionName", oauth.AWS_ROLE_SESSION_NAME),
+    ):
+        if options.get(option, "").strip():
+            res.conf[key] = options[option].strip()
+    extra = sorted(set(options) - {"awsProfileName", "awsRoleArn", "awsRoleSessionName"})
+    if extra:
+        res.notes.append(f"sasl.jaas.config option(s) {', '.join(extra)} ignored for MSK IAM")
+
+
+def _oauthbearer(props: Mapping[str, str], options: Mapping[str, str], res: SecurityResult) -> None:
+    """Java's OAuthBearerLoginModule: OIDC client credentials (with Kafka's login callback
+    handler and a token endpoint) or, without them, its unsecured development tokens."""
+    if not _oauth_mechanism(props, res, {"OAUTHBEARER"}):
+        return
+    handler = props.get("sasl.login.callback.handler.class", "").strip()
+    endpoint = props.get("sasl.oauthbearer.token.endpoint.url", "").strip()
+    if handler in _OIDC_HANDLERS or endpoint:
+        missing = [o for o in ("clientId", "clientSecret") if not options.get(o)]
+        if not endpoint or missing:
+            need = (["sasl.oauthbearer.token.endpoint.url"] if not endpoint else []) + missing
+            res.errors.append(f"OAUTHBEARER with OIDC needs {' and '.join(need)}")
+            return
+        res.conf["sasl.oauthbearer.method"] = "oidc"
+        res.conf["sasl.oauthbearer.client.id"] = options["clientId"]
+        res.conf["sasl.oauthbearer.client.secret"] = options["clientSecret"]
+        if options.get("scope"):
+            res.conf["sasl.oauthbearer.scope"] = options["scope"]
+        extensions = [f"{k[10:]}={v}" for k, v in options.items() if k.startswith("extension_")]
+        if extensions:
+            res.conf["sasl.oauthbearer.extensions"] = ",".join(extensions)
+        return
+    claims = {k[len("unsecuredLoginStringClaim_") :]: v for k, v in options.items()
+              if k.startswith("unsecuredLoginStringClaim_")}  # fmt: skip
+    principal = claims.get(options.get("unsecuredLoginPrincipalClaimName", "sub"))
+    if not principal:
+        res.errors.append(
+            "sasl.jaas.config OAuthBearerLoginModule has neither OIDC settings (sasl.login."
+            "callback.handler.class=org.apache.kafka.common.security.oauthbearer."
+            "OAuthBearerLoginCallbackHandler, sasl.oauthbearer.token.endpoint.url, clientId, "
+            'clientSecret) nor an unsecured token subject (unsecuredLoginStringClaim_sub="...")'
+        )
+        return
+    config = [f"principal={principal}"]
+    if options.get("unsecuredLoginLifetimeSeconds"):
+        config.append(f"lifeSeconds={options['unsecuredLoginLifetimeSeconds']}")
+    config += [f"{k}={v}" for k, v in options.items() if k.startswith("extension_")]
+    res.conf["enable.sasl.oauthbearer.unsecure.jwt"] = "true"
+    res.conf["sasl.oauthbearer.config"] = " ".join(config)
+    res.notes.append(
+        "OAUTHBEARER with unsecured (unsigned) tokens for principal "
+        f"{principal!r}: only development brokers accept them"
+    )
 
 
 def _unquote(value: str) -> str:

@@ -179,10 +179,9 @@ def test_jaas_scram_needs_matching_mechanism() -> None:
     [
         (
             "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
-            "sasl.oauthbearer.method=oidc",
+            "sasl.oauthbearer.token.endpoint.url",
         ),
         ("com.sun.security.auth.module.Krb5LoginModule", "sasl.kerberos.keytab"),
-        ("software.amazon.msk.auth.iam.IAMLoginModule", "OAUTHBEARER"),
     ],
 )
 def test_unsupported_login_modules(module: str, advice: str) -> None:
