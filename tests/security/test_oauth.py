@@ -7,6 +7,7 @@ and Java's unsecured OAuthBearerLoginModule in an mm2.properties.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -17,8 +18,14 @@ from tests.conftest import MakeTopic
 from tests.kafkatools import Clusters, end_offsets, produce, unique, wait_until
 from tests.mirrorproc import write_properties
 from tests.securecluster import SecureCluster
-from tests.security.test_security import assert_no_secret, contents, entry_env, records
-from tests.tokenserver import token_endpoint
+from tests.security.test_security import (
+    assert_no_secret,
+    contents,
+    entry_env,
+    records,
+    run_validation,
+)
+from tests.tokenserver import TokenEndpoint, token_endpoint
 
 pytestmark = pytest.mark.security
 
@@ -41,6 +48,33 @@ MSKAuthTokenProvider.generate_auth_token_from_role_arn = _signed
 """
 
 
+def oidc_env(idp: TokenEndpoint, secret_file: Path) -> dict[str, str]:
+    return {
+        "SOURCE_CLUSTER_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+        "SOURCE_CLUSTER_SASL_MECHANISM": "OAUTHBEARER",
+        "SOURCE_CLUSTER_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL": idp.url,
+        "SOURCE_CLUSTER_SASL_OAUTHBEARER_CLIENT_ID": idp.client_id,
+        "SOURCE_CLUSTER_SASL_OAUTHBEARER_CLIENT_SECRET_FILE": str(secret_file),
+        "SOURCE_CLUSTER_SASL_OAUTHBEARER_SCOPE": "kafka",
+    }
+
+
+def mirror_from_oidc(
+    tmp_path: Path, s: SecureCluster, target: str, topic: str, n: int, idp: TokenEndpoint
+) -> tuple[dict[str, str], str]:
+    """The entrypoint mirrors `topic` from the OAUTH listener until the target has `n` records
+    and stops cleanly; returns its environment and log."""
+    secret_file = tmp_path / "client-secret"
+    secret_file.write_text(idp.client_secret + "\n")
+    env = kmirror_env(
+        {**entry_env(tmp_path, s.oauth, target, topic, unique("g")), **oidc_env(idp, secret_file)}
+    )
+    with mirror_process(["entrypoint"], tmp_path / "m.log", env=env) as m:
+        wait_until(lambda: sum(end_offsets(target, topic).values()) >= n, 90)
+        assert m.stop() == 0, m.log[-3000:]
+        return env, m.log
+
+
 def test_entrypoint_mirrors_from_oidc_with_a_client_secret_file(
     tmp_path: Path, clusters: Clusters, secure_cluster: SecureCluster, make_topic: MakeTopic
 ) -> None:
@@ -50,31 +84,36 @@ def test_entrypoint_mirrors_from_oidc_with_a_client_secret_file(
     topic = make_topic(s.plaintext, unique("oidc-src"), partitions=2)
     produce(s.plaintext, topic, records(200))
     secret = "oidc-Secret-" + os.urandom(8).hex()
-    (tmp_path / "client-secret").write_text(secret + "\n")
     with token_endpoint("kmirror", secret, "mirror") as idp:
-        env = kmirror_env(
-            {
-                **entry_env(tmp_path, s.oauth, clusters.target_bootstrap, topic, unique("g")),
-                "SOURCE_CLUSTER_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
-                "SOURCE_CLUSTER_SASL_MECHANISM": "OAUTHBEARER",
-                "SOURCE_CLUSTER_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL": idp.url,
-                "SOURCE_CLUSTER_SASL_OAUTHBEARER_CLIENT_ID": "kmirror",
-                "SOURCE_CLUSTER_SASL_OAUTHBEARER_CLIENT_SECRET_FILE": str(
-                    tmp_path / "client-secret"
-                ),
-                "SOURCE_CLUSTER_SASL_OAUTHBEARER_SCOPE": "kafka",
-            }
-        )
-        with mirror_process(["entrypoint"], tmp_path / "m.log", env=env) as m:
-            wait_until(
-                lambda: sum(end_offsets(clusters.target_bootstrap, topic).values()) >= 200, 90
-            )
-            assert m.stop() == 0, m.log[-3000:]
-            log = m.log
+        _, log = mirror_from_oidc(tmp_path, s, clusters.target_bootstrap, topic, 200, idp)
         assert idp.grants and all(g.get("scope") == "kafka" for g in idp.grants)
         assert idp.refused == 0
     assert contents(s.plaintext, topic) == contents(clusters.target_bootstrap, topic)
     assert_no_secret(log, secret)
+
+
+@pytest.mark.spark
+def test_validation_job_reads_through_oidc(
+    tmp_path: Path, clusters: Clusters, secure_cluster: SecureCluster, make_topic: MakeTopic
+) -> None:
+    """kmirror-validate's Spark reader (Java client) and offset reader (librdkafka) both get
+    OIDC tokens from the same environment: a match, no secret in its report or log."""
+    s = secure_cluster
+    topic = make_topic(s.plaintext, unique("oidc-validate"), partitions=2)
+    produce(s.plaintext, topic, records(120))
+    secret = "oidc-Secret-" + os.urandom(8).hex()
+    with token_endpoint("kmirror", secret, "mirror") as idp:
+        env, _ = mirror_from_oidc(tmp_path, s, clusters.target_bootstrap, topic, 120, idp)
+        mirrored = len(idp.grants)
+        report = tmp_path / "report.json"
+        result = run_validation(s.oauth, clusters.target_bootstrap, topic, report, env)
+        validator_grants = len(idp.grants) - mirrored
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-4000:]
+    doc = json.loads(report.read_text())
+    assert doc["ok"] and doc["totals"]["matched"] == 120, report.read_text()[-3000:]
+    assert validator_grants >= 2, validator_grants  # librdkafka's and the Java client's
+    assert_no_secret(out + report.read_text(), secret)
 
 
 def test_wrong_oidc_client_secret_is_a_clear_error(
@@ -82,15 +121,12 @@ def test_wrong_oidc_client_secret_is_a_clear_error(
 ) -> None:
     s = secure_cluster
     topic = make_topic(s.plaintext, unique("oidc-wrong"), partitions=1)
-    (tmp_path / "client-secret").write_text("wrong-Secret-value")
+    wrong = tmp_path / "wrong-secret"
+    wrong.write_text("wrong-Secret-value")
     with token_endpoint("kmirror", "right-Secret-value", "mirror") as idp:
         env = {
             **entry_env(tmp_path, s.oauth, clusters.target_bootstrap, topic, unique("g")),
-            "SOURCE_CLUSTER_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
-            "SOURCE_CLUSTER_SASL_MECHANISM": "OAUTHBEARER",
-            "SOURCE_CLUSTER_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL": idp.url,
-            "SOURCE_CLUSTER_SASL_OAUTHBEARER_CLIENT_ID": "kmirror",
-            "SOURCE_CLUSTER_SASL_OAUTHBEARER_CLIENT_SECRET_FILE": str(tmp_path / "client-secret"),
+            **oidc_env(idp, wrong),
         }
         result = run_kmirror(["entrypoint"], timeout=120, env=kmirror_env(env))
         assert idp.refused > 0

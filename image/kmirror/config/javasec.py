@@ -1,5 +1,6 @@
 """Java client security settings that need more than a rename to reach librdkafka: key and
-trust stores, `sasl.jaas.config`, and the pluggable Java classes we cannot run.
+trust stores (JKS ones read at start-up, jks.py), `sasl.jaas.config` (PLAIN, SCRAM, OAUTHBEARER,
+AWS MSK IAM), and the pluggable Java classes we cannot run.
 
 Anything whose loss would quietly weaken security (a truststore we cannot read, a login
 module we cannot run) is an error that says what to configure instead; it is never dropped.
@@ -7,11 +8,12 @@ module we cannot run) is an error that says what to configure instead; it is nev
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kmirror.config import oauth
+from kmirror.config import jks, oauth
 
 # Java classes that change who we authenticate as or what we trust: without them the
 # connection would be less secure or not authenticated the way the user intended.
@@ -32,23 +34,21 @@ FATAL_KEYS: Mapping[str, str] = {
     "(ssl.ca.location, ssl.certificate.location, ssl.key.location)",
 }
 
-_JKS_TRUST = (
-    "librdkafka cannot read JKS truststores (and JKS is Java's default when "
-    "ssl.truststore.type is not set): export the CA with `keytool -exportcert -rfc -keystore "
-    "truststore.jks -alias <alias> -file ca.pem`, then set ssl.truststore.type=PEM with "
-    "ssl.truststore.location=ca.pem (or ssl.ca.location=ca.pem)"
+_NOT_JKS_TRUST = (
+    "is not a JKS file (Java's default type when ssl.truststore.type is not set): for a PEM "
+    "file set ssl.truststore.type=PEM; for PKCS12 run `openssl pkcs12 -in truststore.p12 "
+    "-nokeys -out ca.pem` and give ca.pem with ssl.truststore.type=PEM"
 )
 _P12_TRUST = (
     "librdkafka needs the trusted CAs as PEM: run `openssl pkcs12 -in truststore.p12 -nokeys "
     "-out ca.pem`, then set ssl.truststore.type=PEM with ssl.truststore.location=ca.pem (or "
     "ssl.ca.location=ca.pem)"
 )
-_JKS_KEY = (
-    "librdkafka cannot read JKS keystores (JKS is Java's default when ssl.keystore.type is "
-    "not set): convert it with `keytool -importkeystore -srckeystore keystore.jks "
-    "-destkeystore keystore.p12 -deststoretype PKCS12` and set ssl.keystore.type=PKCS12 "
-    "(or give PEM files: ssl.keystore.type=PEM)"
+_NOT_JKS_KEY = (
+    "is not a JKS file (Java's default type when ssl.keystore.type is not set): set "
+    "ssl.keystore.type to PKCS12 or PEM to match the file"
 )
+_MISSING = "cannot be read: mount it there or fix"
 
 
 @dataclass
@@ -113,18 +113,20 @@ def _truststore(props: Mapping[str, str], res: SecurityResult) -> None:
             res.conf["ssl.ca.location"] = location
         elif kind == "PKCS12":
             res.errors.append(f"PKCS12 truststore '{location}': {_P12_TRUST}")
+        elif kind in ("", "JKS") and jks.is_jks(location):
+            _jks_truststore(location, props.get("ssl.truststore.password"), res)
+        elif kind in ("", "JKS") and not os.path.isfile(location):
+            res.errors.append(f"JKS truststore '{location}' {_MISSING} ssl.truststore.location")
         elif kind in ("", "JKS"):
-            hint = (
-                " (if this file is already PEM, just add ssl.truststore.type=PEM)"
-                if not location.lower().endswith(".jks")
-                else ""
-            )
-            res.errors.append(f"JKS truststore '{location}': {_JKS_TRUST}{hint}")
+            res.errors.append(f"JKS truststore '{location}' {_NOT_JKS_TRUST}")
         else:
-            res.errors.append(f"ssl.truststore.type={kind} is not supported: {_JKS_TRUST}")
+            res.errors.append(
+                f"ssl.truststore.type={kind} is not supported: use JKS, PKCS12 (converted to "
+                "PEM with `openssl pkcs12 -in truststore.p12 -nokeys -out ca.pem`) or PEM"
+            )
     elif kind and "ssl.truststore.certificates" not in props:
         res.notes.append(f"ssl.truststore.type={kind} without a truststore location ignored")
-    if "ssl.truststore.password" in props and kind in ("PEM", ""):
+    if "ssl.truststore.password" in props and kind == "PEM":
         res.notes.append("ssl.truststore.password ignored: PEM CA files have no password")
 
 
@@ -166,10 +168,46 @@ def _keystore(props: Mapping[str, str], res: SecurityResult) -> None:
                 "ssl.keystore.password ignored for a PEM keystore (Java ignores "
                 "it too); an encrypted key's password is ssl.key.password"
             )
+    elif kind in ("", "JKS") and jks.is_jks(location):
+        _jks_keystore(location, props, res)
+    elif kind in ("", "JKS") and not os.path.isfile(location):
+        res.errors.append(f"JKS keystore '{location}' {_MISSING} ssl.keystore.location")
     elif kind in ("", "JKS"):
-        res.errors.append(f"JKS keystore '{location}': {_JKS_KEY}")
+        res.errors.append(f"JKS keystore '{location}' {_NOT_JKS_KEY}")
     else:
-        res.errors.append(f"ssl.keystore.type={kind} is not supported: {_JKS_KEY}")
+        res.errors.append(f"ssl.keystore.type={kind} is not supported: use JKS, PKCS12 or PEM")
+
+
+def _jks_truststore(location: str, password: str | None, res: SecurityResult) -> None:
+    # Converted at start-up: librdkafka takes the CAs as inline PEM, nothing is written.
+    store = jks.read_jks(location, password)
+    # Java trusts a key entry's own certificate too.
+    certs = [der for _, der in store.certificates] + [k.chain[0] for k in store.keys if k.chain]
+    if not certs:
+        res.errors.append(f"JKS truststore '{location}' holds no certificate")
+        return
+    res.conf["ssl.ca.pem"] = jks.certificates_pem(certs)
+    res.notes.append(f"JKS truststore '{location}' read as {len(certs)} PEM CA certificate(s)")
+
+
+def _jks_keystore(location: str, props: Mapping[str, str], res: SecurityResult) -> None:
+    res.consumed.add("ssl.key.password")
+    password = props.get("ssl.keystore.password")
+    if password is None:
+        res.errors.append(f"JKS keystore '{location}' needs ssl.keystore.password")
+        return
+    store = jks.read_jks(location, password, props.get("ssl.key.password"))
+    if len(store.keys) != 1:
+        res.errors.append(
+            f"JKS keystore '{location}' holds {len(store.keys)} private keys; kmirror needs "
+            "exactly one (Java would pick one by alias): export it with keytool -importkeystore "
+            "-srcalias <alias> -deststoretype PKCS12 and set ssl.keystore.type=PKCS12"
+        )
+        return
+    entry = store.keys[0]
+    res.conf["ssl.key.pem"] = jks.key_pem(entry.pkcs8)
+    res.conf["ssl.certificate.pem"] = jks.certificates_pem(entry.chain)
+    res.notes.append(f"JKS keystore '{location}': key {entry.alias!r} read as PEM")
 
 
 _JAAS = re.compile(
