@@ -306,3 +306,24 @@ def test_entrypoint_renders_msk_iam_that_the_mirror_loads(
     cb = config.consumer_conf()["oauth_cb"]
     assert isinstance(cb, oauth.MskIamToken) and cb.region == "eu-west-1"
     assert "oauth_cb" not in config.producer_conf()  # the target is PLAINTEXT
+
+
+def test_mm2_properties_with_msk_iam_on_the_source(write: Any) -> None:
+    """mm2.properties as AWS documents it for MirrorMaker 2 on MSK (cluster-prefixed keys)."""
+    path = write(
+        "mm2.properties",
+        f"""clusters = msk, dr
+msk.bootstrap.servers = {MSK}
+msk.security.protocol = SASL_SSL
+msk.sasl.mechanism = AWS_MSK_IAM
+msk.sasl.jaas.config = software.amazon.msk.auth.iam.IAMLoginModule required;
+msk.sasl.client.callback.handler.class = software.amazon.msk.auth.iam.IAMClientCallbackHandler
+dr.bootstrap.servers = dr-kafka:9092
+msk->dr.enabled = true
+msk->dr.topics = orders.*
+""",
+    )
+    config = load(["--mm2.config", path])
+    assert token_of(config.source).region == "eu-west-1"
+    assert isinstance(config.admin_conf("source")["oauth_cb"], oauth.MskIamToken)
+    assert "oauth_cb" not in config.producer_conf()
