@@ -113,7 +113,7 @@ bench-smoke: setup ## 100,000 records through every contender and ceiling, check
 clean: ## Remove the venv and build leftovers (the cache stays)
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache
 
-test-security: setup ## SASL_SSL (SCRAM-SHA-512) and mTLS cluster with a CA made by the run; no secret leaks
+test-security: setup ## SASL_SSL (SCRAM-SHA-512), mTLS and OAUTHBEARER (OIDC, MSK IAM) cluster with a CA made by the run; no secret leaks
 	$(PYTEST) -m security $(PYTEST_ARGS)
 
 k8s-binaries: ## Kubernetes v1.37.2 + etcd built from the Go module proxy into the cache (cold: long)

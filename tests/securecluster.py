@@ -8,6 +8,10 @@ One single-node KRaft broker (scripts/kafka-local) with four listeners:
     CONTROLLER://127.0.0.1:P+1
     SASL_SSL://127.0.0.1:P+2     SCRAM-SHA-512 over TLS
     SSL://127.0.0.1:P+3          TLS with client certificates required (mTLS)
+    OAUTH://127.0.0.1:P+4        SASL_PLAINTEXT, OAUTHBEARER with Kafka's unsecured JWS
+                                 validator: any unsigned token (alg "none") with a `sub` and a
+                                 future `exp` is accepted, so an OIDC endpoint, librdkafka's
+                                 unsecured tokens and a stand-in for MSK's signer all work
 
 The broker reads PEM files (ssl.keystore.type=PEM, ssl.truststore.type=PEM). SCRAM users are
 created through the Admin API on the PLAINTEXT listener once the broker runs (KRaft keeps them
@@ -107,6 +111,10 @@ class SecureCluster:
     def mtls(self) -> str:
         return f"127.0.0.1:{self.port + 3}"
 
+    @property
+    def oauth(self) -> str:
+        return f"127.0.0.1:{self.port + 4}"
+
     def java_sasl(self, password: str | None = None, ca: Path | None = None) -> dict[str, str]:
         """Java client properties (what an MM1 file holds) for the SASL_SSL listener."""
         pw = self.password if password is None else password
@@ -134,15 +142,25 @@ class SecureCluster:
 
 def server_overrides(port: int, pki: Pki) -> dict[str, str]:
     jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    # The broker's own login on this listener (unused: brokers talk over PLAINTEXT).
+    oauth_jaas = (
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+        'unsecuredLoginStringClaim_sub="broker";'
+    )
     return {
         "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{port + 1},"
-        f"SASL_SSL://127.0.0.1:{port + 2},SSL://127.0.0.1:{port + 3}",
+        f"SASL_SSL://127.0.0.1:{port + 2},SSL://127.0.0.1:{port + 3},"
+        f"OAUTH://127.0.0.1:{port + 4}",
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port},"
-        f"SASL_SSL://127.0.0.1:{port + 2},SSL://127.0.0.1:{port + 3}",
+        f"SASL_SSL://127.0.0.1:{port + 2},SSL://127.0.0.1:{port + 3},"
+        f"OAUTH://127.0.0.1:{port + 4}",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,"
-        "SASL_SSL:SASL_SSL,SSL:SSL",
+        "SASL_SSL:SASL_SSL,SSL:SSL,OAUTH:SASL_PLAINTEXT",
         "sasl.enabled.mechanisms": "SCRAM-SHA-512",
         "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": jaas,
+        "listener.name.oauth.sasl.enabled.mechanisms": "OAUTHBEARER",
+        # No server callback handler: Kafka's default is the unsecured JWS validator.
+        "listener.name.oauth.oauthbearer.sasl.jaas.config": oauth_jaas,
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": str(pki.broker_keystore),
         "ssl.truststore.type": "PEM",

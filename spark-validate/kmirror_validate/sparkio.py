@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from kmirror.config import env as envvars
+from kmirror.config import oauth
 from kmirror.config.model import ClusterConfig, ConfValue
 from kmirror.config.secret import Secret, mask_config, reveal
 from kmirror.errors import ConfigError
@@ -122,6 +123,69 @@ def _read_pem(path: str, what: str) -> str:
         raise ConfigError(f"cannot read the {what} {path!r} ({exc.strerror})") from exc
 
 
+_OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+_MSK_IAM = "software.amazon.msk.auth.iam."
+
+
+def _jaas(module: str, options: Mapping[str, str]) -> Secret:
+    text = " ".join(f"{k}={_jaas_quote(v)}" for k, v in options.items())
+    return Secret(f"{module} required{' ' if text else ''}{text};")
+
+
+def _java_oauthbearer(c: Mapping[str, ConfValue]) -> dict[str, ConfValue]:
+    """librdkafka's three OAUTHBEARER set-ups as the Java client spells them: MSK IAM (needs
+    MSK's aws-msk-iam-auth jar beside the Kafka connector jars), OIDC client credentials and
+    unsecured tokens."""
+    if reveal(c.get(oauth.PROVIDER, "")) == oauth.MSK_IAM:
+        options = {
+            java: reveal(c[key])
+            for java, key in (("awsProfileName", oauth.AWS_PROFILE), ("awsRoleArn",
+                              oauth.AWS_ROLE_ARN), ("awsRoleSessionName",
+                              oauth.AWS_ROLE_SESSION_NAME))
+            if key in c
+        }  # fmt: skip
+        return {
+            "sasl.mechanism": "AWS_MSK_IAM",
+            "sasl.jaas.config": _jaas(f"{_MSK_IAM}IAMLoginModule", options),
+            "sasl.client.callback.handler.class": f"{_MSK_IAM}IAMClientCallbackHandler",
+        }
+    extensions = dict(
+        item.split("=", 1)
+        for item in reveal(c.get("sasl.oauthbearer.extensions", "")).split(",")
+        if "=" in item
+    )
+    if reveal(c.get("sasl.oauthbearer.method", "default")).lower() == "oidc":
+        options = {
+            "clientId": reveal(c.get("sasl.oauthbearer.client.id", "")),
+            "clientSecret": reveal(c.get("sasl.oauthbearer.client.secret", "")),
+        }
+        if "sasl.oauthbearer.scope" in c:
+            options["scope"] = reveal(c["sasl.oauthbearer.scope"])
+        options.update({f"extension_{k}": v for k, v in extensions.items()})
+        return {
+            "sasl.jaas.config": _jaas(_OAUTH_MODULE, options),
+            "sasl.login.callback.handler.class": "org.apache.kafka.common.security."
+            "oauthbearer.OAuthBearerLoginCallbackHandler",
+            "sasl.oauthbearer.token.endpoint.url": reveal(
+                c.get("sasl.oauthbearer.token.endpoint.url", "")
+            ),
+        }
+    if reveal(c.get("enable.sasl.oauthbearer.unsecure.jwt", "false")).lower() == "true":
+        # librdkafka's "principal=admin lifeSeconds=600 extension_k=v" claims
+        claims = dict(
+            item.split("=", 1) for item in reveal(c.get("sasl.oauthbearer.config", "")).split()
+        )
+        options = {"unsecuredLoginStringClaim_sub": claims.get("principal", "")}
+        if "lifeSeconds" in claims:
+            options["unsecuredLoginLifetimeSeconds"] = claims["lifeSeconds"]
+        options.update({k: v for k, v in claims.items() if k.startswith("extension_")})
+        return {"sasl.jaas.config": _jaas(_OAUTH_MODULE, options)}
+    raise ConfigError(
+        "sasl.mechanism OAUTHBEARER without sasl.oauthbearer.method=oidc, unsecured tokens or "
+        "an MSK IAM token provider cannot be read by the validation job's Spark reader"
+    )
+
+
 def java_client_options(conf: Mapping[str, ConfValue]) -> dict[str, ConfValue]:
     """librdkafka client settings -> Java client settings (un-prefixed), secrets still sealed.
 
@@ -135,22 +199,25 @@ def java_client_options(conf: Mapping[str, ConfValue]) -> dict[str, ConfValue]:
     if protocol.startswith("SASL"):
         mechanism = reveal(c.get("sasl.mechanism", c.get("sasl.mechanisms", "GSSAPI"))).upper()
         out["sasl.mechanism"] = mechanism
-        if mechanism == "PLAIN":
-            module = "org.apache.kafka.common.security.plain.PlainLoginModule"
-        elif mechanism.startswith("SCRAM-"):
-            module = "org.apache.kafka.common.security.scram.ScramLoginModule"
+        if mechanism == "OAUTHBEARER":
+            out.update(_java_oauthbearer(c))
         else:
-            raise ConfigError(
-                f"sasl.mechanism {mechanism} is not supported by the validation job's Spark "
-                "reader: use PLAIN or SCRAM-SHA-256/512 with sasl.username and sasl.password"
+            if mechanism == "PLAIN":
+                module = "org.apache.kafka.common.security.plain.PlainLoginModule"
+            elif mechanism.startswith("SCRAM-"):
+                module = "org.apache.kafka.common.security.scram.ScramLoginModule"
+            else:
+                raise ConfigError(
+                    f"sasl.mechanism {mechanism} is not supported by the validation job's Spark "
+                    "reader: use PLAIN, SCRAM-SHA-256/512 or OAUTHBEARER"
+                )
+            user, password = c.get("sasl.username"), c.get("sasl.password")
+            if user is None or password is None:
+                raise ConfigError(f"SASL {mechanism} needs sasl.username and sasl.password")
+            out["sasl.jaas.config"] = Secret(
+                f"{module} required username={_jaas_quote(reveal(user))} "
+                f"password={_jaas_quote(reveal(password))};"
             )
-        user, password = c.get("sasl.username"), c.get("sasl.password")
-        if user is None or password is None:
-            raise ConfigError(f"SASL {mechanism} needs sasl.username and sasl.password")
-        out["sasl.jaas.config"] = Secret(
-            f"{module} required username={_jaas_quote(reveal(user))} "
-            f"password={_jaas_quote(reveal(password))};"
-        )
     if protocol.endswith("SSL"):
         if "ssl.ca.location" in c:
             out["ssl.truststore.type"] = "PEM"

@@ -181,6 +181,40 @@ CASES: list[tuple[str, Any, str, list[str]]] = [
         ["source.sasl.usernameKey / source.sasl.passwordKey"],
     ),
     (
+        "oidc-without-endpoint-client-and-secret",
+        [
+            MINIMAL,
+            {"target": {"securityProtocol": "SASL_SSL", "sasl": {"mechanism": "OAUTHBEARER"}}},
+        ],
+        HELPER,
+        [
+            "auth.target.oauthbearer.tokenEndpointUrl",
+            "auth.target.oauthbearer.clientId",
+            "auth.target.oauthbearer.existingSecret",
+        ],
+    ),
+    (
+        "unsecured-oauthbearer-without-claims",
+        [
+            MINIMAL,
+            {
+                "source": {
+                    "securityProtocol": "SASL_PLAINTEXT",
+                    "sasl": {"mechanism": "OAUTHBEARER"},
+                },
+                "auth": {"source": {"oauthbearer": {"method": "unsecured"}}},
+            },
+        ],
+        HELPER,
+        ["auth.source.oauthbearer.unsecuredConfig", "principal=admin"],
+    ),
+    (
+        "unknown-oauthbearer-method",
+        [MINIMAL, {"auth": {"source": {"oauthbearer": {"method": "jwt-bearer"}}}}],
+        SCHEMA,
+        ["/auth/source/oauthbearer/method"],
+    ),
+    (
         "sasl-settings-on-plaintext",
         [MINIMAL, {"target": {"sasl": {"existingSecret": "creds", "mechanism": "PLAIN"}}}],
         HELPER,

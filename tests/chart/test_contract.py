@@ -56,6 +56,46 @@ RENDERS: list[tuple[str, Any]] = [
             },
         ],
     ),
+    # The ci file's cloud authentication with the sides swapped, and unsecured OAUTHBEARER.
+    (
+        "swapped-auth",
+        [
+            chartlib.CI_DIR / "msk-iam-oidc-values.yaml",
+            {
+                "source": {"sasl": {"mechanism": "OAUTHBEARER"}},
+                "target": {"sasl": {"mechanism": "AWS_MSK_IAM"}},
+                "auth": {
+                    "source": {
+                        "oauthbearer": {
+                            "tokenEndpointUrl": "https://idp/token",
+                            "clientId": "c",
+                            "existingSecret": "s",
+                            "scope": "kafka",
+                            "extensions": "a=b",
+                        }
+                    },
+                    "target": {"awsRoleArn": "arn:aws:iam::1:role/r"},
+                },
+            },
+        ],
+    ),
+    (
+        "unsecured-oauthbearer",
+        {
+            **{
+                side: {
+                    "bootstrapServers": f"{side}.local:9092",
+                    "securityProtocol": "SASL_PLAINTEXT",
+                    "sasl": {"mechanism": "OAUTHBEARER"},
+                }
+                for side in ("source", "target")
+            },
+            "auth": {
+                side: {"oauthbearer": {"method": "unsecured", "unsecuredConfig": "principal=m"}}
+                for side in ("source", "target")
+            },
+        },
+    ),
 ]
 
 
@@ -88,16 +128,17 @@ def test_every_image_variable_is_set_by_the_chart_or_explained() -> None:
     assert not set(NOT_SET_BY_CHART) & set_by_chart
 
 
-def test_secret_file_variables_are_files_and_never_plain() -> None:
-    docs = chartlib.helm_template(RENDERS[-1][1])
+@pytest.mark.parametrize(("name", "values"), RENDERS, ids=[r[0] for r in RENDERS])
+def test_secret_file_variables_are_files_and_never_plain(name: str, values: Any) -> None:
+    docs = chartlib.helm_template(values)
     for doc, spec in docs.pods():
         c = spec["containers"][0]
         env = chartlib.resolve_env(c, docs)
         files = chartlib.mounted_secret_files(doc, c)
-        for name, value in env.items():
-            var = image_env.BY_NAME.get(name)
+        for variable, value in env.items():
+            var = image_env.BY_NAME.get(variable)
             if var is not None and var.secret_file:
-                assert value in files, (doc["kind"], name, value)
+                assert value in files, (name, doc["kind"], variable, value)
 
 
 # ------------------------------------------------------------------------ render-and-run

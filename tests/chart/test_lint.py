@@ -119,4 +119,4 @@ def test_e2e_script_is_sound_bash() -> None:
         for f in chartlib.ci_values_files()
         if "ct install: skip" in "".join(f.read_text().splitlines(True)[:3])
     }
-    assert marked == {"sasl-ssl-values.yaml"}
+    assert marked == {"sasl-ssl-values.yaml", "msk-iam-oidc-values.yaml"}

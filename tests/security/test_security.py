@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,23 @@ def assert_no_secret(text: str, *secrets: str) -> None:
         assert s not in text, (
             f"secret found in output: ...{text[max(text.find(s) - 200, 0) :][:400]}"
         )
+
+
+def run_validation(
+    source: str, target: str, topic: str, report: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """kmirror-validate (digest mode, JSON report) with exactly `env`."""
+    args = ["--source-bootstrap-servers", source, "--target-bootstrap-servers", target,
+            "--topics", topic, "--mode", "digest", "--json-out", str(report),
+            "--no-progress"]  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "kmirror_validate.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=1200,  # Spark on a busy 2-core machine has needed over 600 s
+        env=env,
+        check=False,
+    )
 
 
 def sasl_env(side: str, s: SecureCluster, password_file: Path | None = None) -> dict[str, str]:
@@ -233,9 +252,6 @@ def test_validation_job_reads_credentials_from_files(
 ) -> None:
     """kmirror-validate against the SASL_SSL source (password file) and the plain target,
     after a mirror: a match, and no password in its report or log."""
-    import subprocess
-    import sys
-
     s = secure_cluster
     topic = make_topic(s.plaintext, unique("sec-validate"), partitions=2)
     produce(s.plaintext, topic, records(150))
@@ -251,29 +267,7 @@ def test_validation_job_reads_credentials_from_files(
         m.signal(signal.SIGTERM)
         assert m.wait(60) == 0, m.log[-3000:]
     report = tmp_path / "report.json"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kmirror_validate.cli",
-            "--source-bootstrap-servers",
-            s.sasl_ssl,
-            "--target-bootstrap-servers",
-            clusters.target_bootstrap,
-            "--topics",
-            topic,
-            "--mode",
-            "digest",
-            "--json-out",
-            str(report),
-            "--no-progress",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=1200,  # Spark on a busy 2-core machine has needed over 600 s
-        env=env,
-        check=False,
-    )
+    result = run_validation(s.sasl_ssl, clusters.target_bootstrap, topic, report, env)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-4000:]
     assert report.exists(), out[-4000:]

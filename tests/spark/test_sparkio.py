@@ -75,12 +75,68 @@ def test_mtls_keystore_is_inline_pem(tmp_path: Path) -> None:
     assert java["ssl.endpoint.identification.algorithm"] == "https"
 
 
+OAUTH = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+SASL_OAUTH = {"bootstrap.servers": "b:1", "security.protocol": "SASL_SSL",
+              "sasl.mechanism": "OAUTHBEARER"}  # fmt: skip
+
+
+def test_oidc_becomes_the_java_oidc_login() -> None:
+    java = sparkio.java_client_options({
+        **SASL_OAUTH, "sasl.oauthbearer.method": "oidc", "sasl.oauthbearer.client.id": "m",
+        "sasl.oauthbearer.client.secret": Secret("s3"), "sasl.oauthbearer.scope": "kafka",
+        "sasl.oauthbearer.extensions": "logicalCluster=lkc-1",
+        "sasl.oauthbearer.token.endpoint.url": "https://idp/token",
+    })  # fmt: skip
+    jaas = java.pop("sasl.jaas.config")
+    assert isinstance(jaas, Secret)
+    assert jaas.reveal() == (
+        f'{OAUTH} required clientId="m" clientSecret="s3" scope="kafka" '
+        'extension_logicalCluster="lkc-1";'
+    )
+    assert java == {
+        "bootstrap.servers": "b:1",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "OAUTHBEARER",
+        "sasl.login.callback.handler.class": "org.apache.kafka.common.security.oauthbearer."
+        "OAuthBearerLoginCallbackHandler",
+        "sasl.oauthbearer.token.endpoint.url": "https://idp/token",
+        "ssl.endpoint.identification.algorithm": "https",
+    }
+
+
+def test_unsecured_tokens_become_the_java_unsecured_login() -> None:
+    java = sparkio.java_client_options({
+        **SASL_OAUTH, "enable.sasl.oauthbearer.unsecure.jwt": "true",
+        "sasl.oauthbearer.config": "principal=mirror lifeSeconds=600",
+    })  # fmt: skip
+    assert java["sasl.jaas.config"] == Secret(
+        f'{OAUTH} required unsecuredLoginStringClaim_sub="mirror" '
+        'unsecuredLoginLifetimeSeconds="600";'
+    )
+
+
+def test_msk_iam_becomes_msks_java_login() -> None:
+    java = sparkio.java_client_options({
+        **SASL_OAUTH, "kmirror.sasl.oauthbearer.provider": "aws-msk-iam",
+        "kmirror.sasl.aws.role.arn": "arn:aws:iam::1:role/r",
+    })  # fmt: skip
+    assert java["sasl.mechanism"] == "AWS_MSK_IAM"
+    assert java["sasl.jaas.config"] == Secret(
+        'software.amazon.msk.auth.iam.IAMLoginModule required awsRoleArn="arn:aws:iam::1:role/r";'
+    )
+    assert java["sasl.client.callback.handler.class"] == (
+        "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
+    )
+
+
 def test_unsupported_sasl_and_unreadable_key_are_config_errors(tmp_path: Path) -> None:
     base = {"bootstrap.servers": "b:1"}
-    with pytest.raises(ConfigError, match="OAUTHBEARER is not supported"):
+    with pytest.raises(ConfigError, match=r"OAUTHBEARER without sasl\.oauthbearer\.method=oidc"):
         sparkio.java_client_options(
             {**base, "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"}
         )
+    with pytest.raises(ConfigError, match="GSSAPI is not supported"):
+        sparkio.java_client_options({**base, "security.protocol": "SASL_SSL"})
     with pytest.raises(ConfigError, match="cannot read the client key"):
         sparkio.java_client_options({
             **base, "security.protocol": "SSL", "ssl.certificate.location": __file__,

@@ -145,22 +145,42 @@ Usage: include "kmirror.clusters" . | fromYaml
 */}}
 {{- define "kmirror.clusters" -}}
 {{- $v := .Values -}}
+{{- $src := merge (dict "from" "source") (deepCopy $v.source) -}}
+{{- $tgt := merge (dict "from" "target") (deepCopy $v.target) -}}
+{{- $mode := "explicit" -}}
+{{- if or (include "kmirror.clusterConfigured" $v.thisCluster) (include "kmirror.clusterConfigured" $v.external) -}}
+{{- $mode = "kudo" -}}
 {{- $this := merge (dict "from" "thisCluster") (deepCopy $v.thisCluster) -}}
 {{- $ext := merge (dict "from" "external") (deepCopy $v.external) -}}
-{{- if or (include "kmirror.clusterConfigured" $v.thisCluster) (include "kmirror.clusterConfigured" $v.external) -}}
-mode: kudo
-{{- if eq ($v.external.clusterType | toString) "SOURCE" }}
-source: {{ $ext | toJson }}
-target: {{ $this | toJson }}
-{{- else }}
-source: {{ $this | toJson }}
-target: {{ $ext | toJson }}
-{{- end }}
+{{- if eq ($v.external.clusterType | toString) "SOURCE" -}}
+{{- $src = $ext -}}{{- $tgt = $this -}}
 {{- else -}}
-mode: explicit
-source: {{ merge (dict "from" "source") (deepCopy $v.source) | toJson }}
-target: {{ merge (dict "from" "target") (deepCopy $v.target) | toJson }}
-{{- end }}
+{{- $src = $this -}}{{- $tgt = $ext -}}
+{{- end -}}
+{{- end -}}
+{{- /* auth.source / auth.target follow the direction; "auth" never comes from a cluster block */ -}}
+{{- $auth := $v.auth | default dict -}}
+{{- $region := ($auth.aws | default dict).region | default "" -}}
+{{- $_ := set $src "auth" (merge (dict "awsRegion" $region) (deepCopy ($auth.source | default dict))) -}}
+{{- $_ = set $tgt "auth" (merge (dict "awsRegion" $region) (deepCopy ($auth.target | default dict))) -}}
+mode: {{ $mode }}
+source: {{ $src | toJson }}
+target: {{ $tgt | toJson }}
+{{- end -}}
+
+{{/* "true" when a side authenticates with a user name and password (PLAIN, SCRAM-*). */}}
+{{- define "kmirror.passwordSasl" -}}
+{{- if and (hasPrefix "SASL_" (.securityProtocol | default "PLAINTEXT")) (not (has (.sasl.mechanism | default "") (list "OAUTHBEARER" "AWS_MSK_IAM"))) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when a side fetches OAUTHBEARER tokens from an OIDC endpoint with a client secret. */}}
+{{- define "kmirror.oidc" -}}
+{{- $o := .auth.oauthbearer | default dict -}}
+{{- if and (hasPrefix "SASL_" (.securityProtocol | default "PLAINTEXT")) (eq (.sasl.mechanism | default "") "OAUTHBEARER") (ne ($o.method | default "oidc") "unsecured") -}}
+true
+{{- end -}}
 {{- end -}}
 
 {{/* Paths where the secret keys of one side are mounted (items pin the file names). */}}
@@ -183,8 +203,33 @@ Usage: include "kmirror.sideEnv" (dict "side" "source" "prefix" "SOURCE_CLUSTER"
 {{- end }}
 {{ $p }}_SECURITY_PROTOCOL: {{ $proto | quote }}
 {{- if hasPrefix "SASL_" $proto }}
-{{ $p }}_SASL_MECHANISM: {{ $c.sasl.mechanism | quote }}
+{{- $mech := $c.sasl.mechanism | default "" }}
+{{- $o := $c.auth.oauthbearer | default dict }}
+{{ $p }}_SASL_MECHANISM: {{ $mech | quote }}
+{{- if include "kmirror.passwordSasl" $c }}
 {{ $p }}_SASL_PASSWORD_FILE: {{ printf "%s/sasl/password" $dir | quote }}
+{{- else if eq $mech "AWS_MSK_IAM" }}
+{{- with $c.auth.awsRegion }}
+{{ $p }}_AWS_REGION: {{ . | quote }}
+{{- end }}
+{{- with $c.auth.awsRoleArn }}
+{{ $p }}_AWS_ROLE_ARN: {{ . | quote }}
+{{- end }}
+{{- else if include "kmirror.oidc" $c }}
+{{ $p }}_SASL_OAUTHBEARER_METHOD: "oidc"
+{{ $p }}_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL: {{ $o.tokenEndpointUrl | quote }}
+{{ $p }}_SASL_OAUTHBEARER_CLIENT_ID: {{ $o.clientId | quote }}
+{{ $p }}_SASL_OAUTHBEARER_CLIENT_SECRET_FILE: {{ printf "%s/oauth/client-secret" $dir | quote }}
+{{- with $o.scope }}
+{{ $p }}_SASL_OAUTHBEARER_SCOPE: {{ . | quote }}
+{{- end }}
+{{- with $o.extensions }}
+{{ $p }}_SASL_OAUTHBEARER_EXTENSIONS: {{ . | quote }}
+{{- end }}
+{{- else }}
+{{ $p }}_SASL_OAUTHBEARER_METHOD: "unsecured"
+{{ $p }}_SASL_OAUTHBEARER_CONFIG: {{ $o.unsecuredConfig | quote }}
+{{- end }}
 {{- end }}
 {{- if has $proto (list "SSL" "SASL_SSL") }}
 {{- if $c.tls.caSecret }}
@@ -289,7 +334,7 @@ KMIRROR_EXTRA_PRODUCER_PROPERTIES: {{ include "kmirror.propertiesLines" . | trim
 {{/* env entries taken from Secrets: only the SASL user names (passwords are files). */}}
 {{- define "kmirror.secretEnv" -}}
 {{- range (include "kmirror.sides" . | fromYamlArray) }}
-{{- if hasPrefix "SASL_" (.c.securityProtocol | default "PLAINTEXT") }}
+{{- if include "kmirror.passwordSasl" .c }}
 - name: {{ .prefix }}_SASL_USERNAME
   valueFrom:
     secretKeyRef:
@@ -302,7 +347,7 @@ KMIRROR_EXTRA_PRODUCER_PROPERTIES: {{ include "kmirror.propertiesLines" . | trim
 {{- define "kmirror.secretVolumes" -}}
 {{- range (include "kmirror.sides" . | fromYamlArray) }}
 {{- $proto := .c.securityProtocol | default "PLAINTEXT" }}
-{{- if hasPrefix "SASL_" $proto }}
+{{- if include "kmirror.passwordSasl" .c }}
 - name: {{ .side }}-sasl
   secret:
     secretName: {{ .c.sasl.existingSecret | quote }}
@@ -310,6 +355,14 @@ KMIRROR_EXTRA_PRODUCER_PROPERTIES: {{ include "kmirror.propertiesLines" . | trim
     items:
       - key: {{ .c.sasl.passwordKey | quote }}
         path: password
+{{- else if include "kmirror.oidc" .c }}
+- name: {{ .side }}-oauth
+  secret:
+    secretName: {{ .c.auth.oauthbearer.existingSecret | quote }}
+    defaultMode: 0440
+    items:
+      - key: {{ .c.auth.oauthbearer.clientSecretKey | quote }}
+        path: client-secret
 {{- end }}
 {{- if has $proto (list "SSL" "SASL_SSL") }}
 {{- if .c.tls.caSecret }}

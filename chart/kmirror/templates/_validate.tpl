@@ -75,13 +75,26 @@ kmirror: {{ $from }}.bootstrapServers
 {{- end }}
 {{- end }}
 {{- end }}
+{{- $o := $c.auth.oauthbearer | default dict -}}
 {{- if hasPrefix "SASL_" $proto }}
 {{- if not $c.sasl.mechanism }}
 kmirror: {{ $from }}.sasl.mechanism
     {{ $from }}.securityProtocol is {{ $proto }}: set {{ $from }}.sasl.mechanism to PLAIN,
-    SCRAM-SHA-256 or SCRAM-SHA-512.
+    SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM.
 {{- end }}
-{{- if not $c.sasl.existingSecret }}
+{{- if include "kmirror.oidc" $c }}
+{{- range $key := list "tokenEndpointUrl" "clientId" "existingSecret" "clientSecretKey" }}
+{{- if not (get $o $key) }}
+kmirror: auth.{{ $side }}.oauthbearer.{{ $key }}
+    {{ $from }}.sasl.mechanism is OAUTHBEARER (method oidc): set auth.{{ $side }}.oauthbearer.{{ $key }}
+    (the client secret is read from the Secret auth.{{ $side }}.oauthbearer.existingSecret).
+{{- end }}
+{{- end }}
+{{- else if and (eq $c.sasl.mechanism "OAUTHBEARER") (not $o.unsecuredConfig) }}
+kmirror: auth.{{ $side }}.oauthbearer.unsecuredConfig
+    auth.{{ $side }}.oauthbearer.method is unsecured: set the token's claims, e.g. principal=admin.
+{{- end }}
+{{- if and (include "kmirror.passwordSasl" $c) (not $c.sasl.existingSecret) }}
 kmirror: {{ $from }}.sasl.existingSecret
     {{ $from }}.securityProtocol is {{ $proto }}: set {{ $from }}.sasl.existingSecret to a Secret
     holding the user name ({{ $from }}.sasl.usernameKey) and password ({{ $from }}.sasl.passwordKey).

@@ -10,10 +10,11 @@ container entrypoint.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Literal
 
 from kmirror.config import env as envvars
+from kmirror.config import oauth
 from kmirror.config.model import (
     ClusterConfig,
     ConfValue,
@@ -27,7 +28,14 @@ from kmirror.errors import ConfigError
 
 Side = Literal["SOURCE_CLUSTER", "SINK_CLUSTER"]
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM")
+_OIDC = ("TOKEN_ENDPOINT_URL", "CLIENT_ID", "CLIENT_SECRET_FILE", "SCOPE", "EXTENSIONS")
+# The variables each mechanism reads (SCRAM like PLAIN); others given are reported unused.
+_MECHANISM_VARS: Mapping[str, tuple[str, ...]] = {
+    "PLAIN": ("SASL_USERNAME", "SASL_PASSWORD_FILE"),
+    "OAUTHBEARER": ("SASL_OAUTHBEARER_METHOD", *(f"SASL_OAUTHBEARER_{v}" for v in _OIDC)),
+    "AWS_MSK_IAM": ("AWS_REGION", "AWS_ROLE_ARN"),
+}
 
 
 def security_from_env(
@@ -50,7 +58,7 @@ def security_from_env(
             f"{side}_SECURITY_PROTOCOL={protocol!r} must be one of {', '.join(_PROTOCOLS)}"
         )
     conf: dict[str, str] = {"security.protocol": protocol}
-    sasl = ("SASL_MECHANISM", "SASL_USERNAME", "SASL_PASSWORD_FILE")
+    sasl = [s for s in envvars.SIDE_SUFFIXES if s.startswith(("SASL_", "AWS_"))]
     if protocol.startswith("SASL_"):
         mechanism = var("SASL_MECHANISM").upper()
         if mechanism not in _MECHANISMS:
@@ -58,17 +66,11 @@ def security_from_env(
                 f"{side}_SASL_MECHANISM must be one of {', '.join(_MECHANISMS)} "
                 f"when {side}_SECURITY_PROTOCOL={protocol}, not {mechanism!r}"
             )
-        password = envvars.read_secret_file(f"{side}_SASL_PASSWORD_FILE", environ)
-        if not var("SASL_USERNAME") or password is None:
-            raise ConfigError(
-                f"{side}_SECURITY_PROTOCOL={protocol} needs {side}_SASL_USERNAME "
-                f"and {side}_SASL_PASSWORD_FILE (a file holding the password)"
-            )
-        conf |= {
-            "sasl.mechanism": mechanism,
-            "sasl.username": var("SASL_USERNAME"),
-            "sasl.password": password,
-        }
+        conf |= _sasl(side, mechanism, var, environ)
+        used = (*_MECHANISM_VARS.get(mechanism, _MECHANISM_VARS["PLAIN"]), "SASL_MECHANISM")
+        if mechanism == "OAUTHBEARER" and var("SASL_OAUTHBEARER_METHOD").lower() == "unsecured":
+            used = ("SASL_MECHANISM", "SASL_OAUTHBEARER_METHOD", "SASL_OAUTHBEARER_CONFIG")
+        _ignored(side, [s for s in sasl if s not in used and given(s)], mechanism, notes)
     else:
         _ignored(side, [s for s in sasl if given(s)], protocol, notes)
     ssl = (
@@ -105,12 +107,64 @@ def security_from_env(
     return seal(conf), notes
 
 
-def _ignored(side: str, names: list[str], protocol: str, notes: list[str]) -> None:
-    if names:
-        notes.append(
-            f"{', '.join(f'{side}_{n}' for n in names)} ignored: "
-            f"{side}_SECURITY_PROTOCOL is {protocol}"
+def _sasl(
+    side: Side, mechanism: str, var: Callable[[str], str], environ: Mapping[str, str]
+) -> dict[str, str]:
+    """librdkafka SASL settings for one mechanism; what it lacks is an error naming the
+    variables to set."""
+    if mechanism == "AWS_MSK_IAM":  # oauth.check() validates the region with the bootstrap
+        conf = {"sasl.mechanism": "OAUTHBEARER", oauth.PROVIDER: oauth.MSK_IAM}
+        for suffix, key in (("AWS_REGION", oauth.AWS_REGION), ("AWS_ROLE_ARN", oauth.AWS_ROLE_ARN)):
+            if var(suffix):
+                conf[key] = var(suffix)
+        return conf
+    if mechanism == "OAUTHBEARER":
+        method = var("SASL_OAUTHBEARER_METHOD").lower()
+        if method == "unsecured":
+            if not var("SASL_OAUTHBEARER_CONFIG"):
+                raise ConfigError(
+                    f"{side}_SASL_OAUTHBEARER_METHOD=unsecured needs "
+                    f"{side}_SASL_OAUTHBEARER_CONFIG (e.g. 'principal=admin')"
+                )
+            return {
+                "sasl.mechanism": "OAUTHBEARER",
+                "enable.sasl.oauthbearer.unsecure.jwt": "true",
+                "sasl.oauthbearer.config": var("SASL_OAUTHBEARER_CONFIG"),
+            }
+        if method != "oidc":
+            raise ConfigError(
+                f"{side}_SASL_OAUTHBEARER_METHOD must be oidc or unsecured, not {method!r}"
+            )
+        secret = envvars.read_secret_file(f"{side}_SASL_OAUTHBEARER_CLIENT_SECRET_FILE", environ)
+        needed = ("TOKEN_ENDPOINT_URL", "CLIENT_ID")
+        if secret is None or not all(var(f"SASL_OAUTHBEARER_{n}") for n in needed):
+            raise ConfigError(
+                f"{side}_SASL_MECHANISM=OAUTHBEARER (method oidc) needs "
+                f"{side}_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL, {side}_SASL_OAUTHBEARER_CLIENT_ID "
+                f"and {side}_SASL_OAUTHBEARER_CLIENT_SECRET_FILE (a file holding the secret)"
+            )
+        conf = {"sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "oidc"}
+        conf["sasl.oauthbearer.client.secret"] = secret
+        for name in ("TOKEN_ENDPOINT_URL", "CLIENT_ID", "SCOPE", "EXTENSIONS"):
+            if var(f"SASL_OAUTHBEARER_{name}"):
+                conf[f"sasl.oauthbearer.{name.lower().replace('_', '.')}"] = var(
+                    f"SASL_OAUTHBEARER_{name}"
+                )
+        return conf
+    password = envvars.read_secret_file(f"{side}_SASL_PASSWORD_FILE", environ)
+    if not var("SASL_USERNAME") or password is None:
+        raise ConfigError(
+            f"{side}_SASL_MECHANISM={mechanism} needs {side}_SASL_USERNAME "
+            f"and {side}_SASL_PASSWORD_FILE (a file holding the password)"
         )
+    return {"sasl.mechanism": mechanism, "sasl.username": var("SASL_USERNAME"),
+            "sasl.password": password}  # fmt: skip
+
+
+def _ignored(side: str, names: list[str], why: str, notes: list[str]) -> None:
+    if names:
+        what = "SASL_MECHANISM" if why in _MECHANISMS else "SECURITY_PROTOCOL"
+        notes.append(f"{', '.join(f'{side}_{n}' for n in names)} ignored: {side}_{what} is {why}")
 
 
 def load_kudo(

@@ -47,7 +47,10 @@ _BINDING_KEYS = frozenset(
 # Setting these has side effects even in a probe: plugin.library.paths dlopen()s, broker
 # lists would make the probe clients connect. They are passed on as they are, unprobed.
 _NO_PROBE = frozenset({"plugin.library.paths", "bootstrap.servers", "metadata.broker.list"})
-_SECURITY = re.compile(r"^(security\.|ssl[._]|sasl\.|enable\.ssl\.|enable\.sasl\.|https\.)")
+# kmirror.sasl.*: kmirror's token provider settings (oauth.py), attached as oauth_cb.
+_SECURITY = re.compile(
+    r"^(security\.|ssl[._]|sasl\.|enable\.ssl\.|enable\.sasl\.|https\.|kmirror\.sasl\.)"
+)
 _ROLE_WARNING = re.compile(r"Configuration property (\S+) is a (consumer|producer) property")
 
 
@@ -96,7 +99,7 @@ def canonical(key: str) -> str:
 
 def check_value(key: str, value: str, where: str) -> None:
     """Raise ConfigError when librdkafka refuses the value (never echoing a secret)."""
-    if key in _NO_PROBE:
+    if key in _NO_PROBE or key.startswith("kmirror."):  # kmirror's own keys: oauth.check()
         return
     message = _conf_set(key, value)
     if message is None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from kmirror.config import oauth
 from kmirror.config.secret import Secret, unseal
 from kmirror.errors import ConfigError
 
@@ -106,6 +107,9 @@ class ClusterConfig:
                 )
         for name in ("common", "consumer", "producer", "admin"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+            if name != "common":
+                conf = {**self.common, **getattr(self, name)}
+                oauth.check(conf, self.bootstrap_servers, f"cluster '{self.alias}'")
 
     def __reduce__(self) -> tuple[Any, ...]:
         # MappingProxyType does not pickle; stream processes receive the config by pickle.
@@ -362,22 +366,23 @@ class MirrorConfig:
         if topics != self.topics:
             object.__setattr__(self, "topics", topics)
 
-    # The only places secrets leave their wrapper: right where clients are created.
-    def consumer_conf(self) -> dict[str, str]:
+    # The only places secrets leave their wrapper: right where clients are created (with a
+    # token provider's oauth_cb in place of its kmirror.sasl.* settings).
+    def consumer_conf(self) -> dict[str, Any]:
         conf = {**CONSUMER_DEFAULTS, **self.source.client_conf("consumer")}
         conf.update(CONSUMER_FORCED)
         conf["group.id"] = self.group_id
-        return unseal(conf)
+        return oauth.attach(unseal(conf))
 
-    def producer_conf(self) -> dict[str, str]:
+    def producer_conf(self) -> dict[str, Any]:
         conf = {**PRODUCER_DEFAULTS, **self.target.client_conf("producer")}
         conf.update(PRODUCER_FORCED)
         if self.partitioning == "hash":
             # Same placement as the Java clients' default partitioner.
             conf.setdefault("partitioner", "murmur2_random")
-        return unseal(conf)
+        return oauth.attach(unseal(conf))
 
-    def target_reader_conf(self) -> dict[str, str]:
+    def target_reader_conf(self) -> dict[str, Any]:
         """A consumer of the target (reads the progress topic): assigns, never joins a group,
         never commits."""
         conf = unseal(self.target.client_conf("consumer"))
@@ -390,11 +395,11 @@ class MirrorConfig:
                 "auto.offset.reset": "earliest",
             }
         )
-        return conf
+        return oauth.attach(conf)
 
-    def admin_conf(self, side: Literal["source", "target"]) -> dict[str, str]:
+    def admin_conf(self, side: Literal["source", "target"]) -> dict[str, Any]:
         cluster = self.source if side == "source" else self.target
-        return unseal(cluster.client_conf("admin"))
+        return oauth.attach(unseal(cluster.client_conf("admin")))
 
     def target_topic(self, source_topic: str) -> str:
         return self.rename.target_topic(source_topic)

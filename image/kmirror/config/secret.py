@@ -18,7 +18,9 @@ _SECRET_KEY = re.compile(
     re.IGNORECASE,
 )
 # Public material that happens to match the pattern above.
-_NOT_SECRET = re.compile(r"(ssl\.ca\.pem|ssl\.certificate\.pem|_FILE$|\.location$)", re.IGNORECASE)
+_NOT_SECRET = re.compile(
+    r"(ssl\.ca\.pem|ssl\.certificate\.pem|_FILE$|\.location$|endpoint[._]url$)", re.IGNORECASE
+)
 
 
 class Secret:

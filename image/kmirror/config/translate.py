@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kmirror.config import librdkafka
+from kmirror.config import librdkafka, oauth
 from kmirror.config.javasec import translate_security
 from kmirror.config.model import CONSUMER_FORCED, PRODUCER_FORCED, ConfValue
 from kmirror.config.secret import seal
@@ -172,7 +172,7 @@ def translate(
                 f"{where}: transactional.id ignored: kmirror's producer is "
                 "idempotent and does not use transactions"
             )
-        elif librdkafka.is_known(key):
+        elif librdkafka.is_known(key) or oauth.is_provider_key(key):
             conf[key] = value
         elif key in JAVA_ONLY:
             out.notes.append(f"{where}: Java property '{key}' has no effect here: {JAVA_ONLY[key]}")

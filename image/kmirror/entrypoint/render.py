@@ -33,9 +33,6 @@ _CLIENT_FILES: Mapping[str, tuple[Side, str]] = {
     CONSUMER: ("SOURCE_CLUSTER", "KMIRROR_EXTRA_CONSUMER_PROPERTIES"),
     PRODUCER: ("SINK_CLUSTER", "KMIRROR_EXTRA_PRODUCER_PROPERTIES"),
 }
-_SECURITY_SUFFIXES = ("SECURITY_PROTOCOL", "SASL_MECHANISM", "SASL_USERNAME", "SASL_PASSWORD_FILE",
-                      "SSL_CA_LOCATION", "SSL_CERTIFICATE_LOCATION", "SSL_KEY_LOCATION",
-                      "SSL_KEY_PASSWORD_FILE", "SSL_ENDPOINT_IDENTIFICATION_ALGORITHM")  # fmt: skip
 _KUDO_TYPES = ("SOURCE", "DESTINATION")
 
 
@@ -260,7 +257,7 @@ def _with_security(
     """A template that sets security.protocol owns its security settings; otherwise they come
     from the side's *_SECURITY_PROTOCOL / *_SASL_* / *_SSL_* variables."""
     if "security.protocol" in props:
-        given = [f"{side}_{s}" for s in _SECURITY_SUFFIXES if env.get(f"{side}_{s}", "").strip()]
+        given = [f"{side}_{s}" for s in envvars.SIDE_SUFFIXES if env.get(f"{side}_{s}", "").strip()]
         if given:
             notes.append(f"{', '.join(given)} ignored: {name} sets security.protocol itself")
         return props

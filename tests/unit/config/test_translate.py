@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -179,10 +180,9 @@ def test_jaas_scram_needs_matching_mechanism() -> None:
     [
         (
             "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
-            "sasl.oauthbearer.method=oidc",
+            "sasl.oauthbearer.token.endpoint.url",
         ),
         ("com.sun.security.auth.module.Krb5LoginModule", "sasl.kerberos.keytab"),
-        ("software.amazon.msk.auth.iam.IAMLoginModule", "OAUTHBEARER"),
     ],
 )
 def test_unsupported_login_modules(module: str, advice: str) -> None:
@@ -219,12 +219,18 @@ def test_pem_truststore_becomes_ca_location() -> None:
     [
         {"ssl.truststore.location": "/home/truststore.jks"},
         {"ssl.truststore.type": "JKS", "ssl.truststore.location": "/certs/ts"},
-        {"ssl.truststore.location": "/certs/ca.pem"},  # Java's default type is JKS
     ],
 )
-def test_jks_truststore_is_fatal(props: dict[str, str]) -> None:
-    with pytest.raises(ConfigError, match=r"keytool -exportcert"):
+def test_missing_jks_truststore_is_fatal(props: dict[str, str]) -> None:
+    with pytest.raises(ConfigError, match=r"JKS truststore .* cannot be read"):
         translate(props, "common", "c")
+
+
+def test_pem_truststore_without_its_type_names_the_fix(tmp_path: Path) -> None:
+    pem = tmp_path / "ca.pem"  # Java's default type is JKS
+    pem.write_text("-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n")
+    with pytest.raises(ConfigError, match=r"is not a JKS file.*ssl\.truststore\.type=PEM"):
+        translate({"ssl.truststore.location": str(pem)}, "common", "c")
 
 
 def test_pkcs12_truststore_is_fatal_with_openssl_hint() -> None:
@@ -264,9 +270,13 @@ def test_pem_keystore_gives_certificate_and_key_location() -> None:
     }
 
 
-def test_jks_keystore_is_fatal() -> None:
-    with pytest.raises(ConfigError, match=r"keytool -importkeystore"):
-        translate({"ssl.keystore.location": "/k.jks", "ssl.keystore.password": "x"}, "common", "c")
+def test_missing_or_non_jks_keystore_is_fatal(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"JKS keystore '/k\.jks' cannot be read"):
+        translate({"ssl.keystore.location": "/k.jks"}, "common", "c")
+    p12 = tmp_path / "k.bin"
+    p12.write_bytes(b"0\x82\x01")  # PKCS12 DER starts like this, not like JKS
+    with pytest.raises(ConfigError, match=r"is not a JKS file.*ssl\.keystore\.type"):
+        translate({"ssl.keystore.location": str(p12)}, "common", "c")
 
 
 def test_inline_pem_material() -> None:
