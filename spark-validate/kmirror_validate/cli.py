@@ -80,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="example offsets per problem kind and partition (default 10)",
     )
+    v.add_argument("--duplicates", choices=("allow", "fail"), default="allow",
+                   help="allow (default; an at-least-once mirror): duplicates of otherwise "
+                   "complete, ordered records are reported but pass; fail (an exactly-once "
+                   "mirror): any duplicate is a mismatch")  # fmt: skip
     v.add_argument("--compacted", choices=("latest", "records"), default="latest",
                    help="compacted topics: compare the latest record per key (default) or "
                    "every record")  # fmt: skip
@@ -172,6 +176,7 @@ def options(args: argparse.Namespace) -> Options:
         connect_timeout=args.connect_timeout,
         records_per_task=args.records_per_task,
         compacted=args.compacted,
+        duplicates=args.duplicates,
     )
 
 

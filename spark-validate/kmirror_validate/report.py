@@ -7,12 +7,14 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from kmirror_validate.compare.kinds import DUPLICATE, EXTRA, FIELD_NAMES, KINDS
+
 SCHEMA = "kmirror-validate/v1"
 Mode = Literal["count", "digest", "sample"]
-# Problem counters of a partition; any non-zero one makes the report not ok.
-PROBLEMS = ("missing", "extra", "duplicates", "differs", "order_violations", "count_missing",
-            "count_extra")  # fmt: skip
-FIELD_NAMES = ("key", "value", "headers", "timestamp")
+DuplicatePolicy = Literal["allow", "fail"]
+# Problem counters of a partition; any non-zero one makes the report not ok (duplicates and
+# the surplus they cause only under --duplicates fail).
+PROBLEMS = (*(k.counter for k in KINDS), "count_missing", "count_extra")
 
 
 @dataclass
@@ -60,13 +62,30 @@ class PartitionResult:
     count_extra: int = 0
     missing_partition: bool = False
     examples: dict[str, list[Example]] = field(default_factory=dict)
+    # --duplicates allow (an at-least-once mirror): duplicates of otherwise complete, ordered
+    # records are reported but do not fail the partition.
+    duplicates_allowed: bool = False
+
+    def failures(self) -> list[str]:
+        """The counters that make this partition not ok."""
+        out = [p for p in PROBLEMS if getattr(self, p)]
+        if self.duplicates_allowed:
+            allowed = {DUPLICATE.counter}
+            if self.duplicates is None:
+                # Count mode cannot tell a duplicate from an extra record: a surplus passes.
+                allowed |= {"count_extra", EXTRA.counter}
+            elif self.count_extra <= self.duplicates:
+                allowed.add("count_extra")
+            out = [p for p in out if p not in allowed]
+        return out
 
     @property
     def ok(self) -> bool:
-        return not self.missing_partition and not any(getattr(self, p) for p in PROBLEMS)
+        return not self.missing_partition and not self.failures()
 
     def to_json(self) -> dict[str, Any]:
-        doc = {k: v for k, v in asdict(self).items() if k != "examples"}
+        skip = ("examples", "duplicates_allowed")
+        doc = {k: v for k, v in asdict(self).items() if k not in skip}
         doc["ok"] = self.ok
         doc["examples"] = {
             kind: [e.to_json(self.partition < 0) for e in items]
@@ -107,6 +126,7 @@ class TopicResult:
 class Report:
     mode: Mode
     topics: list[TopicResult]
+    duplicates: DuplicatePolicy = "fail"
     source: dict[str, Any] = field(default_factory=dict)
     target: dict[str, Any] = field(default_factory=dict)
     isolation_level: str = "read_committed"
@@ -155,6 +175,7 @@ class Report:
             "schema": SCHEMA,
             "ok": self.ok,
             "mode": self.mode,
+            "duplicates": self.duplicates,
             "sample_fraction": self.sample_fraction,
             "isolation_level": self.isolation_level,
             "started_at": self.started_at,
@@ -180,12 +201,11 @@ class Report:
             f"{t['partitions']} partitions, {t['source_count']} source records, "
             f"{t['target_count']} target records, {self.duration_s:.1f}s)"
         ]
-        problems = [(k, t[k]) for k in ("missing", "extra", "duplicates", "differs",
-                                        "order_violations") if t.get(k)]  # fmt: skip
+        problems = [(k.counter, t[k.counter]) for k in KINDS if t.get(k.counter)]
         if problems or t["missing_topics"]:
             lines.append(
                 "  totals: "
-                + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in problems)
+                + ", ".join(f"{v} {_label(k, self.duplicates)}" for k, v in problems)
                 + (f", {t['missing_topics']} missing topics" if t["missing_topics"] else "")
             )
         if self.wait.get("timed_out"):
@@ -201,7 +221,7 @@ class Report:
                               f"exist ({n} source records missing)")  # fmt: skip
                 continue
             for p in topic.partitions:
-                if not p.ok:
+                if not p.ok or p.duplicates:  # allowed duplicates are reported too
                     detail.append(f"  {topic.topic}/{p.partition}: {_partition_line(p)}")
         lines += detail[:max_lines]
         if len(detail) > max_lines:
@@ -214,21 +234,21 @@ def _offsets(examples: list[Example], key: str) -> str:
     return ", ".join(shown)
 
 
+def _label(counter: str, duplicates: DuplicatePolicy) -> str:
+    label = counter.replace("_", " ")
+    return label + " (allowed)" if counter == DUPLICATE.counter and duplicates == "allow" else label
+
+
 def _partition_line(p: PartitionResult) -> str:
     if p.missing_partition:
         return f"partition missing on the target ({p.source_count} source records)"
     parts: list[str] = []
-    for name, kind, key in (("missing", "missing", "source_offset"),
-                            ("duplicates", "duplicate", "source_offset"),
-                            ("differs", "differs", "source_offset"),
-                            ("order_violations", "order", "source_offset"),
-                            ("extra", "extra", "target_offset")):  # fmt: skip
-        n = getattr(p, name)
+    for kind in KINDS:
+        n = getattr(p, kind.counter)
         if n:
-            where = "source" if key == "source_offset" else "target"
-            ex = _offsets(p.examples.get(kind, []), key)
-            label = name.replace("_", " ")
-            parts.append(f"{n} {label}" + (f" ({where} offsets {ex})" if ex else ""))
+            ex = _offsets(p.examples.get(kind.name, []), f"{kind.where}_offset")
+            label = _label(kind.counter, "allow" if p.duplicates_allowed else "fail")
+            parts.append(f"{n} {label}" + (f" ({kind.where} offsets {ex})" if ex else ""))
     if p.count_missing or p.count_extra:
         parts.append(f"counts: source {p.source_count} (+{p.source_after_snapshot} after the "
                      f"snapshot), target {p.target_count}")  # fmt: skip

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from kmirror.config.model import MirrorConfig, TopicSelection
 from kmirror_validate import compare, offsets, sparkio
+from kmirror_validate.compare.kinds import FIELD_NAMES, KINDS, ORDER, PENDING
 from kmirror_validate.offsets import Isolation, Snapshot, TopicPlan, WaitResult
 from kmirror_validate.progress import Progress
 from kmirror_validate.report import (
-    FIELD_NAMES,
+    DuplicatePolicy,
     Example,
     Mode,
     PartitionResult,
@@ -41,6 +42,7 @@ class Options:
     connect_timeout: float = 15.0
     records_per_task: int = 1_000_000
     compacted: Literal["latest", "records"] = "latest"
+    duplicates: DuplicatePolicy = "allow"
 
 
 @dataclass
@@ -93,7 +95,11 @@ def _view(plan: TopicPlan, options: Options) -> Literal["records", "latest"]:
     return "latest" if plan.compacted and options.compacted == "latest" else "records"
 
 
-def _ranges(prep: Prepared, view: str) -> tuple[list[sparkio.Range], list[sparkio.Range]]:
+def _ranges(
+    prep: Prepared, view: str, only: Callable[[TP], bool] = lambda tp: True
+) -> tuple[list[sparkio.Range], list[sparkio.Range]]:
+    """Source and target ranges of the topics compared in `view`, for the source
+    partitions `only` accepts."""
     same = prep.config.partitioning == "same"
     src: list[sparkio.Range] = []
     tgt: list[sparkio.Range] = []
@@ -101,11 +107,15 @@ def _ranges(prep: Prepared, view: str) -> tuple[list[sparkio.Range], list[sparki
         if _view(plan, prep.options) != view:
             continue
         for p in range(plan.partitions):
+            if not only((plan.source, p)):
+                continue
             low, _ = prep.snapshot.source[(plan.source, p)]
             src.append(sparkio.Range(plan.source, p, low,
                                      prep.snapshot.source_read_end[(plan.source, p)]))  # fmt: skip
         count = plan.target_partitions or 0
         for p in range(min(count, plan.partitions) if same else count):
+            if same and not only((plan.source, p)):
+                continue
             if (plan.target, p) in prep.snapshot.target:
                 low, end = prep.snapshot.target[(plan.target, p)]
                 tgt.append(sparkio.Range(plan.target, p, low, end))
@@ -130,8 +140,11 @@ def _read(
     return df
 
 
-def _side_rows(spark: SparkSession, prep: Prepared) -> DataFrame:
-    """Normalised rows of both sides, every view, ready for counting and matching."""
+def _side_rows(
+    spark: SparkSession, prep: Prepared, only: Callable[[TP], bool] = lambda tp: True
+) -> DataFrame | None:
+    """Normalised rows of both sides, every view, ready for counting and matching (None:
+    nothing to read)."""
     from pyspark.sql import functions as F  # noqa: N812
 
     opts = prep.options
@@ -144,7 +157,7 @@ def _side_rows(spark: SparkSession, prep: Prepared) -> DataFrame:
     src_parts: list[DataFrame] = []
     tgt_parts: list[DataFrame] = []
     for view in ("records", "latest"):
-        src_ranges, tgt_ranges = _ranges(prep, view)
+        src_ranges, tgt_ranges = _ranges(prep, view, only)
         if not src_ranges and not tgt_ranges:
             continue
         headers = digest  # the latest view needs keys, hashed by normalize, not headers
@@ -174,6 +187,8 @@ def _side_rows(spark: SparkSession, prep: Prepared) -> DataFrame:
             t_rows = t_rows.select("topic", "partition", "offset")
         src_parts.append(s_rows)
         tgt_parts.append(t_rows)
+    if not src_parts:
+        return None
     src_all, tgt_all = src_parts[0], tgt_parts[0]
     for s, t in zip(src_parts[1:], tgt_parts[1:], strict=True):
         src_all, tgt_all = src_all.unionByName(s), tgt_all.unionByName(t)
@@ -184,10 +199,15 @@ def run(spark: SparkSession, prep: Prepared, progress: Progress | None = None) -
     """Read both sides, compare, build the report."""
     progress = progress or Progress(None, enabled=False)
     opts = prep.options
-    rows = _side_rows(spark, prep)
-    if opts.mode == "count":
+    outcome = compare.Outcome()
+    if opts.mode == "digest" and prep.config.partitioning == "same":
+        progress.phase("reading and fingerprinting")
+        outcome = _exact_copies(spark, prep)
+    rows = _side_rows(spark, prep, only=lambda tp: tp not in outcome.counts)
+    if rows is None:
+        pass
+    elif opts.mode == "count":
         progress.phase("reading and counting")
-        outcome = compare.Outcome()
         for r in compare.partition_counts(rows).collect():
             outcome.counts[(r["topic"], r["partition"])] = {
                 k: int(r[k]) for k in ("source_count", "source_after_snapshot", "target_count")
@@ -195,14 +215,47 @@ def run(spark: SparkSession, prep: Prepared, progress: Progress | None = None) -
     else:
         progress.phase("reading and matching")
         latest = any(_view(p, opts) == "latest" for p in prep.plans)
-        outcome = compare.evaluate(
+        outcome.merge(compare.evaluate(
             rows,
             opts.max_examples,
             check_order=prep.config.partitioning == "same",
             counts_from_rows=opts.mode == "sample" or latest,
-        )
+        ))  # fmt: skip
     prep.warnings.extend(retention_warnings(prep))
     return _report(prep, outcome)
+
+
+def _exact_copies(spark: SparkSession, prep: Prepared) -> compare.Outcome:
+    """The partitions the fast path proves exact copies (compare.fast); the rest are left
+    for the full comparison."""
+    from kmirror_validate.compare import fast
+
+    snap = prep.snapshot
+    windows: dict[TP, fast.Window] = {}
+    for plan in prep.plans:
+        if _view(plan, prep.options) != "records" or plan.target_partitions is None:
+            continue
+        for p in range(min(plan.partitions, plan.target_partitions)):
+            if (plan.target, p) in snap.target:
+                low, end = snap.source[(plan.source, p)]
+                t_low, t_end = snap.target[(plan.target, p)]
+                windows[(plan.source, p)] = fast.Window(low, end, t_low, t_end)
+    if not windows:
+        return compare.Outcome()
+    src_ranges, tgt_ranges = _ranges(prep, "records", lambda tp: tp in windows)
+    src_opts = sparkio.reader_options(prep.config.source, prep.options.isolation)
+    tgt_opts = sparkio.reader_options(prep.config.target, prep.options.isolation)
+    prints = fast.fingerprints(
+        sparkio.read_kafka(spark, src_opts, src_ranges,
+                           records_per_task=prep.options.records_per_task),
+        sparkio.read_kafka(spark, tgt_opts, tgt_ranges,
+                           records_per_task=prep.options.records_per_task),
+        windows,
+        {p.target: p.source for p in prep.plans},
+    )  # fmt: skip
+    found = fast.exact_copies(prints, windows)
+    log.info("fast path: %d of %d partitions are exact copies", len(found.counts), len(windows))
+    return found
 
 
 def retention_warnings(prep: Prepared) -> list[str]:
@@ -241,7 +294,8 @@ def _report(prep: Prepared, outcome: compare.Outcome) -> Report:
             after = c.get("source_after_snapshot", 0)
             tgt_n = c.get("target_count", 0)
             entry = PartitionResult(partition=p, source_count=src_n,
-                                    source_after_snapshot=after, target_count=tgt_n)  # fmt: skip
+                                    source_after_snapshot=after, target_count=tgt_n,
+                                    duplicates_allowed=opts.duplicates == "allow")  # fmt: skip
             if p >= 0:
                 entry.source_start, entry.source_end = snap.source[(plan.source, p)]
                 entry.source_read_end = snap.source_read_end[(plan.source, p)]
@@ -267,6 +321,7 @@ def _report(prep: Prepared, outcome: compare.Outcome) -> Report:
     return Report(
         mode=opts.mode,
         topics=topics,
+        duplicates=opts.duplicates,
         source={"bootstrap_servers": cfg.source.bootstrap_servers, "alias": cfg.source.alias},
         target={"bootstrap_servers": cfg.target.bootstrap_servers, "alias": cfg.target.alias},
         isolation_level=opts.isolation,
@@ -291,16 +346,17 @@ def _fill_digest(
         n, examples = outcome.problems.get((topic, p, kind), (0, []))
         return n, [Example(**e) for e in examples]
 
-    for attr, kind in (("missing", "missing"), ("extra", "extra"),
-                       ("duplicates", "duplicate"), ("differs", "differs")):  # fmt: skip
-        n, ex = get(kind)
-        setattr(entry, attr, n)
+    for kind in KINDS:
+        if kind is ORDER:
+            continue  # from outcome.violations, below
+        n, ex = get(kind.name)
+        setattr(entry, kind.counter, n)
         if ex:
-            entry.examples[kind] = ex
-    entry.pending = get("pending")[0]
+            entry.examples[kind.name] = ex
+    entry.pending = get(PENDING.name)[0]
     entry.field_differs = {f: get(f"field:{f}")[0] for f in FIELD_NAMES}
     if check_order:
         n, offs = outcome.violations.get((topic, p), (0, []))
         entry.order_violations = n
         if offs:
-            entry.examples["order"] = [Example(source_offset=o) for o in offs]
+            entry.examples[ORDER.name] = [Example(source_offset=o) for o in offs]
