@@ -45,3 +45,8 @@ class SendError(MirrorError):
 
 class SourceTrimmedError(MirrorError):
     """The source deleted records the mirror had not copied yet (retention/offset reset)."""
+
+
+class ShutdownError(MirrorError):
+    """The stream stopped without its final commit: records since the last commit will be
+    copied again at the next start (duplicates, never a gap)."""
