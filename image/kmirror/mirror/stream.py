@@ -266,7 +266,12 @@ class Stream:
         timeout = self._flush_timeout if flush_timeout is None else flush_timeout
         remaining = self._drain(self._copier, timeout)
         if remaining or self._latch.failures:
-            log.warning("not committing (%s): %d record(s) unacknowledged", why, remaining)
+            log.warning(
+                "not committing (%s): %d record(s) unacknowledged, %d refused",
+                why,
+                remaining,
+                len(self._latch.failures),
+            )
             return False
         # The book's acknowledged offsets (the copier settled them in the flush). Negative: a
         # partition that started at OFFSET_BEGINNING and has copied nothing yet.
