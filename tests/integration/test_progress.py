@@ -9,7 +9,15 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from tests.integration.test_mirror import committed, sample_records, target_has
-from tests.kafkatools import Clusters, consume_all, delete_topic, end_offsets, produce, wait_until
+from tests.kafkatools import (
+    Clusters,
+    consume_all,
+    create_topic,
+    delete_topic,
+    end_offsets,
+    produce,
+    wait_until,
+)
 from tests.mirrorproc import MirrorProcess, mirror_args
 
 pytestmark = pytest.mark.integration
@@ -78,5 +86,44 @@ def test_progress_topic_name_can_be_set(
             wait_until(target_has(clusters, topic, 10), 60)
             assert m.stop() == 0, m.log
         assert progress(clusters, store, topic)[0]["acked"] == 10
+    finally:
+        delete_topic(clusters.target_bootstrap, store, wait=False)
+
+
+def test_refused_sends_are_retried_from_the_last_commit_and_nothing_is_missing(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+) -> None:
+    """abort.on.send.failure=false: while the target topic is gone (deleted by an operator),
+    sends fail and the stream rewinds and re-sends from its last commit; /healthz stays
+    healthy. Once the topic is back, every record since that commit is there, the commit covers
+    the source and the progress record names the new target offsets."""
+    topic = make_topic(clusters.source_bootstrap, partitions=2)
+    group = unique_name("g")
+    store = f"kmirror-progress.{group}.internal"
+    produce(clusters.source_bootstrap, topic, sample_records(200, 2))
+    args = [
+        *mirror_args(tmp_path, clusters, group, topic, None, {"message.timeout.ms": 2000}),
+        "--abort.on.send.failure",
+        "false",
+    ]
+    try:
+        with MirrorProcess(args, tmp_path / "m.log") as m:
+            wait_until(lambda: committed(clusters, group, topic) == {0: 100, 1: 100}, 60)
+            delete_topic(clusters.target_bootstrap, topic)
+            produce(clusters.source_bootstrap, topic, sample_records(200, 2))
+            wait_until(lambda: "send failed, retrying" in m.log, 60)
+            assert m.get("/healthz")[0] == 200
+            create_topic(clusters.target_bootstrap, topic, 2)
+            wait_until(lambda: committed(clusters, group, topic) == {0: 200, 1: 200}, 120)
+            assert m.stop() == 0, m.log
+        src = consume_all(clusters.source_bootstrap, topic)
+        dst = consume_all(clusters.target_bootstrap, topic)
+        after_commit = {r.content() for r in src if r.offset >= 100}
+        assert after_commit <= {r.content() for r in dst}
+        book = progress(clusters, store, topic)
+        for p in (0, 1):
+            # The re-copy into the new topic is a run of its own: source 100.. at target 0..
+            assert book[p]["acked"] == 200
+            assert book[p]["runs"][-1] == [100, 0, 100]  # type: ignore[index]
     finally:
         delete_topic(clusters.target_bootstrap, store, wait=False)

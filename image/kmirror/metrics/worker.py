@@ -90,6 +90,16 @@ class WorkerMetrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        self.waiting = Gauge(
+            "kmirror_mirror_partitions_waiting_for_target",
+            "Assigned partitions paused because their target partitions have no leader yet",
+            registry=r,
+        )
+        self.target_waits = Counter(
+            "kmirror_mirror_target_waits",
+            "Times a stream waited for target partitions without a leader (a slow target)",
+            registry=r,
+        )
         self.send_errors = Counter(
             "kmirror_mirror_send_errors",
             "Records the target did not acknowledge",

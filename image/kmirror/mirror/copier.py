@@ -128,6 +128,7 @@ class RecordCopier:
         self._acked = 0
         # --partitioning same: per target partition, what is in flight (see the module doc).
         self._flight: dict[str, dict[int, _InFlight]] = {}
+        self._rewinds = 0
         pconf: dict[str, Any] = {
             **config.producer_conf(),
             "on_delivery": self._on_delivery,
@@ -186,6 +187,7 @@ class RecordCopier:
     def rewind(self, positions: Mapping[Key, int]) -> None:
         # Called after a flush: nothing is in flight. What failed is forgotten unsettled; the
         # stream rewinds the book, and everything from `positions` is sent (and reported) again.
+        self._rewinds += 1
         self._flight.clear()
         for (topic, partition), offset in positions.items():
             self._consumer.seek(TopicPartition(topic, partition, offset))
@@ -212,6 +214,7 @@ class RecordCopier:
         counts: dict[str, list[int]] = {}
         same = self._same
         flights = self._flight
+        rewinds = self._rewinds
         for m in msgs:
             err = m.error()
             if err is not None:
@@ -239,6 +242,8 @@ class RecordCopier:
                     # Local queue full: serve acknowledgements until there is room.
                     producer.poll(0.05)
                     self._check()
+                    if self._rewinds != rewinds:
+                        break
                 except KafkaException as exc:
                     code = exc.args[0].code()
                     if code == KafkaError.MSG_SIZE_TOO_LARGE:
@@ -246,6 +251,10 @@ class RecordCopier:
                     if code != KafkaError._UNKNOWN_PARTITION:
                         raise
                     self._await_partition(dst, partition)
+            if self._rewinds != rewinds:
+                # The check rewound (failed sends): the rest of this batch comes again from the
+                # last commit. Sending it now would acknowledge records past the failed ones.
+                break
             # Recorded once produce() took the record: its report will come, in this order.
             if same:
                 per = flights.get(dst)

@@ -27,7 +27,7 @@ from confluent_kafka import (
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import ClusterError
 from kmirror.mirror.progress import PartitionBook, ProgressBook, decode_record, encode_record
-from kmirror.mirror.topics import TopicManager
+from kmirror.mirror.topics import ADMIN_TIMEOUT_S, TopicManager
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +48,12 @@ class ProgressStore:
         self._latest: dict[Key, PartitionBook | None] = {}
         self._position = OFFSET_BEGINNING
 
-    def ensure(self) -> None:
-        """Create the topic (compacted) when missing; wait until it answers."""
-        self._topics.ensure_internal(self.topic, PROGRESS_PARTITIONS, {"cleanup.policy": "compact"})
+    def ensure(self, online_timeout: float = ADMIN_TIMEOUT_S) -> None:
+        """Create the topic (compacted) when missing; wait until it answers (raises
+        PartitionsOfflineError when it does not within online_timeout)."""
+        self._topics.ensure_internal(
+            self.topic, PROGRESS_PARTITIONS, {"cleanup.policy": "compact"}, online_timeout
+        )
 
     # -- writing -------------------------------------------------------------------------------
 

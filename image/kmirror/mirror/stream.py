@@ -26,6 +26,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
 from kmirror.config.model import MirrorConfig
+from kmirror.errors import CommitError
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror import latch as rules
 from kmirror.mirror.connect import CONNECT_TIMEOUT_S, await_metadata
@@ -34,11 +35,12 @@ from kmirror.mirror.latch import FailureLatch
 from kmirror.mirror.progress import ProgressBook
 from kmirror.mirror.progress_store import ProgressStore
 from kmirror.mirror.subscription import Key, Start, StreamState, Subscription
-from kmirror.mirror.topics import TopicManager
+from kmirror.mirror.topics import PartitionsOfflineError, TopicManager
 
 log = logging.getLogger(__name__)
 
 MAX_RETRY_BACKOFF_S = 30.0
+RETRY_ONLINE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,11 @@ class Tuning:
 
     consume_batch: int = CONSUME_BATCH
     consume_timeout_s: float = CONSUME_TIMEOUT_S
+    # First wait before re-sending after failed sends (doubles up to MAX_RETRY_BACKOFF_S).
+    retry_backoff_s: float = 1.0
+    # A stop (flush, final commit, leaving the group) gives up after this long, also when both
+    # clusters are gone; below the supervisor's 30 s, and it also bounds an orphaned stream.
+    shutdown_timeout_s: float = 20.0
 
 
 DEFAULT_TUNING = Tuning()
@@ -80,6 +87,9 @@ class Stream:
         self._subs: Subscription | None = None
         self._copier: Copier | None = None
         self._last_commit = time.monotonic()
+        # The loop was stopped while re-sending failed records (they are not all on the target).
+        self._stopped_retrying = False
+        self._uncommitted = False  # the last commit attempt failed
         self._flush_timeout = int(config.producer_conf().get("message.timeout.ms", "60000")) / 1e3
 
     # -- parts ---------------------------------------------------------------------------------
@@ -128,10 +138,11 @@ class Stream:
         clean = False
         try:
             self._connect(consumer, copier)
-            self._store.ensure()
+            self._ensure_store()
             while not self._stop.is_set():
                 if subs.refresh_due():
                     subs.refresh()
+                subs.retry_waiting()
                 self._tick()
                 copier.step()
                 self._check()
@@ -156,6 +167,47 @@ class Stream:
         copier.connect(deadline)
         self._client_errors.clear()
 
+    def _ensure_store(self) -> None:
+        """The progress topic answers. A leaderless partition is waited out (a starved or
+        restarting target); anything else (refused, unreachable) stops the start."""
+        backoff = self._tuning.retry_backoff_s
+        timeout: float | None = None
+        while not self._stop.is_set():
+            try:
+                if timeout is None:
+                    self._store.ensure()
+                else:
+                    self._store.ensure(timeout)
+                return
+            except PartitionsOfflineError as exc:
+                log.warning("progress topic not online yet, retrying in %.0fs: %s", backoff, exc)
+                self._metrics.target_waits.inc()
+            self._wait(backoff)
+            backoff = min(backoff * 2, MAX_RETRY_BACKOFF_S)
+            timeout = RETRY_ONLINE_S
+
+    def _wait(self, seconds: float) -> None:
+        """Wait (a stop ends it early), reporting liveness every second: waiting is alive."""
+        deadline = time.monotonic() + seconds
+        while not self._stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._tick()
+            self._stop.wait(min(left, 1.0))
+
+    def _drain(self, copier: Copier, timeout: float, stoppable: bool = False) -> int:
+        """copier.flush(timeout) in one-second steps, reporting liveness in between; a
+        stoppable drain (a retry) also ends when the stream is asked to stop."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = copier.flush(min(1.0, max(deadline - time.monotonic(), 0.0)))
+            self._tick()
+            if not remaining or time.monotonic() >= deadline:
+                return remaining
+            if stoppable and self._stop.is_set():
+                return remaining
+
     def _tick(self) -> None:
         self.state.heartbeat = time.time()
         if self._on_tick is not None:
@@ -170,13 +222,16 @@ class Stream:
     def _rewind(self, detail: str) -> None:
         """abort.on.send.failure=false: wait, then re-send everything since the last commit."""
         _, subs, copier = self._build()
-        backoff = 1.0
-        while not self._stop.is_set():
+        backoff = self._tuning.retry_backoff_s
+        while True:
+            if self._stop.is_set():
+                self._stopped_retrying = True
+                break
             log.warning("send failed, retrying in %.0fs: %s", backoff, detail)
-            self._stop.wait(backoff)
+            self._wait(backoff)
             self._latch.clear_failures()
             # Until nothing is in flight: a late report must not meet the re-sent records.
-            remaining = copier.flush(self._flush_timeout)
+            remaining = self._drain(copier, self._flush_timeout, stoppable=True)
             if not remaining and not self._latch.failures:
                 break
             backoff = min(backoff * 2, MAX_RETRY_BACKOFF_S)
@@ -194,17 +249,29 @@ class Stream:
                 book.rewind(offset)
         self._latch.clear_failures()
 
-    def _commit(self, why: str) -> bool:
+    def _commit(self, why: str, flush_timeout: float | None = None) -> bool:
+        self._uncommitted = not self._try_commit(why, flush_timeout)
+        return not self._uncommitted
+
+    def _try_commit(self, why: str, flush_timeout: float | None) -> bool:
         """Flush, then commit what the book says was acknowledged, but only if everything sent
         so far was acknowledged."""
         self._last_commit = time.monotonic()
         if self._consumer is None or self._copier is None or self._subs is None:
+            return True  # nothing started, nothing to commit
+        if not self._subs.assignment:
+            return True
+        if self._latch.blocks_commit:
             return False
-        if not self._subs.assignment or self._latch.blocks_commit:
-            return False
-        remaining = self._copier.flush(self._flush_timeout)
+        timeout = self._flush_timeout if flush_timeout is None else flush_timeout
+        remaining = self._drain(self._copier, timeout)
         if remaining or self._latch.failures:
-            log.warning("not committing (%s): %d record(s) unacknowledged", why, remaining)
+            log.warning(
+                "not committing (%s): %d record(s) unacknowledged, %d refused",
+                why,
+                remaining,
+                len(self._latch.failures),
+            )
             return False
         # The book's acknowledged offsets (the copier settled them in the flush). Negative: a
         # partition that started at OFFSET_BEGINNING and has copied nothing yet.
@@ -213,7 +280,7 @@ class Stream:
             return True
         # The progress records first: a source commit must never run ahead of them, or a
         # restart would lose the runs behind it.
-        failed = self._store.write(self._book, todo, self._flush_timeout)
+        failed = self._store.write(self._book, todo, timeout)
         if failed is not None:
             log.warning("not committing (%s): progress record not written: %s", why, failed.str())
             self._latch.send_failed(self._store.topic, 0, failed)
@@ -227,13 +294,58 @@ class Stream:
         return True
 
     def _shutdown(self, clean: bool) -> None:
+        """Final commit (when clean), leave the group, release the clients; bounded by
+        tuning.shutdown_timeout_s even when the clusters are gone. Raises CommitError when a
+        clean stop could not make its final commit."""
         if not clean:
             self._latch.no_commit = True  # close() below revokes, and revocation commits
         if self._consumer is None:
             return
+        budget = self._tuning.shutdown_timeout_s
+        outcome: list[bool | BaseException] = []
+
+        def finish() -> None:
+            try:
+                outcome.append(self._finish(clean, budget * 0.75))
+            except BaseException as exc:  # handed to the caller's thread
+                outcome.append(exc)
+
+        # A thread, because librdkafka's close() and commit() have no timeout and wait for
+        # brokers that may never answer. It holds the clients, so they are not destroyed
+        # (which would block too) when the process exits without it.
+        worker = threading.Thread(target=finish, name="kmirror-shutdown", daemon=True)
+        worker.start()
+        worker.join(budget)
+        if worker.is_alive():
+            message = (
+                f"the stream did not stop within {budget:.0f}s (a cluster unreachable?): the "
+                "final commit was not made; records since the last commit will be copied again "
+                "at the next start"
+            )
+            if not clean:
+                log.error("%s", message)  # the error that stopped the loop is the one to report
+                return
+            raise CommitError(message)
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            raise result
+        if clean and self._stopped_retrying:
+            raise CommitError(
+                "stopped while re-sending records the target had refused: they are not all "
+                "on the target and the final commit covers only what was acknowledged; the "
+                "next start copies the rest again"
+            )
+        if clean and not result:
+            raise CommitError(
+                "stopped, but the final commit could not be made (see the warnings above): "
+                "records since the last commit will be copied again at the next start"
+            )
+
+    def _finish(self, clean: bool, flush_timeout: float) -> bool:
+        assert self._consumer is not None
         try:
             if clean:
-                self._commit("shutdown")
+                self._commit("shutdown", flush_timeout)
         finally:
             try:
                 # close() leaves the group promptly so the partitions move at once.
@@ -243,6 +355,8 @@ class Stream:
             if self._copier is not None:
                 self._copier.close(0 if not clean else 5)
             self._store.close(0 if not clean else 5)
+        # The last attempt counts: close() revokes, and the revocation commits again.
+        return not self._uncommitted
 
     # -- the subscription's listener -----------------------------------------------------------
 

@@ -20,12 +20,15 @@ from kmirror.config.model import MirrorConfig
 from kmirror.errors import ClusterError, KmirrorError, MirrorError
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.latch import FailureLatch
-from kmirror.mirror.topics import TopicManager
+from kmirror.mirror.topics import PartitionsOfflineError, TopicManager
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
 OFFSETS_TIMEOUT_S = 30
+# Partitions whose target has no leader yet: how long one retry waits, and the backoff between.
+RETRY_ONLINE_S = 2.0
+MAX_WAIT_BACKOFF_S = 30.0
 
 
 @dataclass
@@ -44,6 +47,9 @@ class StreamState:
         # A stream the group gave nothing (streams x replicas > partitions) is an idle member
         # of a working group: ready. Not ready is waiting for the first assignment.
         return self.connected and (self.assigned > 0 or self.subscribed == 0 or self.joined)
+
+    # Assigned partitions paused because their target partitions have no leader yet.
+    waiting: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +93,11 @@ class Subscription:
         self.state = state
         self._id = stream_id
         self.assignment: set[Key] = set()
+        # Assigned and paused until their target partitions are online (see retry_waiting).
+        self.waiting: set[Key] = set()
+        self._waiting_since = 0.0
+        self._next_wait_retry = 0.0
+        self._wait_backoff = 1.0
         self.targets: dict[str, str] = {}  # source topic -> target topic
         self._subscribed: list[str] = []
         self._source_counts: dict[str, int] = {}
@@ -172,10 +183,7 @@ class Subscription:
         self._metrics.rebalances.labels("assign").inc()
         self.state.joined = True
         try:
-            counts: dict[str, int] = {}
-            for tp in partitions:
-                counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
-            self._topics.ensure(self._source_partitions(counts))
+            offline = self._ensure_targets(partitions)
             starts = self._start_offsets(partitions)
             self._listener.assigned(starts)
         except KmirrorError as exc:
@@ -189,8 +197,74 @@ class Subscription:
         self._take([TopicPartition(t, p, s.offset) for (t, p), s in starts.items()])
         keys = set(starts)
         self.assignment = self.assignment | keys if self._incremental else keys
+        if not self._incremental:
+            self.waiting &= keys
+        if offline is not None:
+            self._metrics.target_waits.inc()
+            self._consumer.pause(partitions)
+            if not self.waiting:
+                self._waiting_since = time.monotonic()
+                self._wait_backoff = 1.0
+            self.waiting |= keys
+            self._next_wait_retry = time.monotonic() + self._wait_backoff
+            log.warning(
+                "target partitions not online yet stream=%d; waiting before copying %s: %s",
+                self._id,
+                _fmt(partitions),
+                offline,
+            )
         self._count()
         log.info("assigned stream=%d partitions=%s", self._id, _fmt(partitions))
+
+    def _ensure_targets(
+        self, partitions: list[TopicPartition], online_timeout: float | None = None
+    ) -> PartitionsOfflineError | None:
+        """Create or grow the targets of these source partitions. Once the mirror runs, target
+        partitions without a leader are a transient condition: returned, not raised."""
+        counts: dict[str, int] = {}
+        for tp in partitions:
+            counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
+        try:
+            if online_timeout is None:
+                self._topics.ensure(self._source_partitions(counts))
+            else:
+                self._topics.ensure(self._source_partitions(counts), online_timeout)
+        except PartitionsOfflineError as exc:
+            if not self.started:
+                raise
+            return exc
+        return None
+
+    def retry_waiting(self) -> None:
+        """From the loop: resume waiting partitions whose targets are online now (backoff)."""
+        if not self.waiting or time.monotonic() < self._next_wait_retry:
+            return
+        partitions = [TopicPartition(t, p) for t, p in sorted(self.waiting)]
+        try:
+            offline = self._ensure_targets(partitions, RETRY_ONLINE_S)
+        except (ClusterError, KafkaException) as exc:
+            offline = PartitionsOfflineError(str(exc))
+        if offline is not None:
+            self._metrics.target_waits.inc()
+            self._wait_backoff = min(self._wait_backoff * 2, MAX_WAIT_BACKOFF_S)
+            self._next_wait_retry = time.monotonic() + self._wait_backoff
+            log.warning(
+                "still waiting %.0fs for target partitions stream=%d (retry in %.0fs): %s",
+                time.monotonic() - self._waiting_since,
+                self._id,
+                self._wait_backoff,
+                offline,
+            )
+            return
+        self._consumer.resume(partitions)
+        log.info(
+            "target partitions online after %.0fs stream=%d, copying %s",
+            time.monotonic() - self._waiting_since,
+            self._id,
+            _fmt(partitions),
+        )
+        self.waiting.clear()
+        self._count()
 
     def _refuse(self, partitions: list[TopicPartition], exc: KmirrorError) -> None:
         # Take them (the protocol expects it) but fetch nothing; the loop stops on the latch.
@@ -217,12 +291,15 @@ class Subscription:
 
     def _drop(self, keys: list[Key]) -> None:
         self.assignment.difference_update(keys)
+        self.waiting.difference_update(keys)
         self._listener.dropped(keys)
         self._count()
 
     def _count(self) -> None:
         self.state.assigned = len(self.assignment)
+        self.state.waiting = len(self.waiting)
         self._metrics.assigned.set(len(self.assignment))
+        self._metrics.waiting.set(len(self.waiting))
 
     # -- start positions -----------------------------------------------------------------------
 

@@ -27,6 +27,11 @@ log = logging.getLogger(__name__)
 ADMIN_TIMEOUT_S = 30.0
 
 
+class PartitionsOfflineError(ClusterError):
+    """Target partitions exist but have no leader yet. At start-up an error (exit 3); once the
+    mirror runs, a transient condition the stream waits out (a starved or restarting target)."""
+
+
 class TopicManager:
     """Admin operations on both clusters. Clients are created on first use."""
 
@@ -61,15 +66,18 @@ class TopicManager:
             if name in wanted and t.error is None
         }
 
-    def ensure(self, source_partitions: Mapping[str, int]) -> None:
-        """Make every selected source topic mirrorable: create, grow or refuse."""
+    def ensure(
+        self, source_partitions: Mapping[str, int], online_timeout: float = ADMIN_TIMEOUT_S
+    ) -> None:
+        """Make every selected source topic mirrorable: create, grow or refuse. Raises
+        PartitionsOfflineError when partitions have no leader within online_timeout."""
         mapping = {src: self._config.target_topic(src) for src in source_partitions}
         existing = self.target_partitions(mapping.values())
         # Created a moment ago by another stream or replica (or a user): online yet?
         unseen = [TopicPartition(t, p) for t, n in existing.items() if t not in self._online
                   for p in range(n)]  # fmt: skip
         if unseen:
-            self._await_online(unseen)
+            self._await_online(unseen, online_timeout)
         missing = [src for src, dst in mapping.items() if dst not in existing]
         if missing:
             if not self._config.create_topics:
@@ -77,7 +85,7 @@ class TopicManager:
                     f"target topics do not exist: {', '.join(mapping[s] for s in missing)}; "
                     "create them with the source's partition count, or drop --no-create-topics"
                 )
-            self._create(missing, source_partitions, mapping)
+            self._create(missing, source_partitions, mapping, online_timeout)
         for src, dst in mapping.items():
             have, want = existing.get(dst), source_partitions[src]
             if have is not None and have >= want:
@@ -92,10 +100,14 @@ class TopicManager:
                     f"Add partitions on the target (kafka-topics --alter --topic {dst} "
                     f"--partitions {want}) or run with --partitioning hash"
                 )
-            self._grow(dst, want)
+            self._grow(dst, want, online_timeout)
 
     def _create(
-        self, missing: list[str], partitions: Mapping[str, int], mapping: Mapping[str, str]
+        self,
+        missing: list[str],
+        partitions: Mapping[str, int],
+        mapping: Mapping[str, str],
+        online_timeout: float,
     ) -> None:
         configs = self._source_configs(missing) if self._config.sync_topic_configs else {}
         factors = self._replication_factors(missing)
@@ -118,7 +130,8 @@ class TopicManager:
                     raise _cluster_error("create target topic " + name, exc) from exc
             self._owned.add(name)
         self._await_online(
-            [TopicPartition(mapping[src], p) for src in missing for p in range(partitions[src])]
+            [TopicPartition(mapping[src], p) for src in missing for p in range(partitions[src])],
+            online_timeout,
         )
 
     def _replication_factors(self, topics: list[str]) -> dict[str, int]:
@@ -145,7 +158,7 @@ class TopicManager:
             out[name] = factor
         return out
 
-    def _grow(self, topic: str, count: int) -> None:
+    def _grow(self, topic: str, count: int, online_timeout: float) -> None:
         fut = self.target.create_partitions(
             [NewPartitions(topic, count)], request_timeout=ADMIN_TIMEOUT_S
         )[topic]
@@ -155,9 +168,9 @@ class TopicManager:
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.INVALID_PARTITIONS:  # already grown elsewhere
                 raise _cluster_error("add partitions to " + topic, exc) from exc
-        self._await_online([TopicPartition(topic, p) for p in range(count)])
+        self._await_online([TopicPartition(topic, p) for p in range(count)], online_timeout)
 
-    def _await_online(self, partitions: list[TopicPartition]) -> None:
+    def _await_online(self, partitions: list[TopicPartition], timeout: float) -> None:
         """Return once every partition answers a ListOffsets request at its leader.
 
         The controller confirms a new topic or partition before the leader has created its
@@ -169,7 +182,7 @@ class TopicManager:
         answers here.
         """
         pending = {(tp.topic, tp.partition) for tp in partitions}
-        deadline = time.monotonic() + ADMIN_TIMEOUT_S
+        deadline = time.monotonic() + timeout
         last: object = None
         while pending:
             latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
@@ -185,8 +198,8 @@ class TopicManager:
                 return
             if time.monotonic() >= deadline:
                 names = ", ".join(f"{t}[{p}]" for t, p in sorted(pending)[:10])
-                raise ClusterError(
-                    f"new target partitions not online after {ADMIN_TIMEOUT_S:.0f}s: {names} "
+                raise PartitionsOfflineError(
+                    f"new target partitions not online after {timeout:.0f}s: {names} "
                     f"({last}); check the target brokers' logs"
                 )
             time.sleep(0.1)
@@ -211,7 +224,13 @@ class TopicManager:
             }
         return result
 
-    def ensure_internal(self, topic: str, partitions: int, configs: Mapping[str, str]) -> None:
+    def ensure_internal(
+        self,
+        topic: str,
+        partitions: int,
+        configs: Mapping[str, str],
+        online_timeout: float = ADMIN_TIMEOUT_S,
+    ) -> None:
         """A topic of kmirror's own on the target (the progress topic): created when missing,
         with the same replication factor rule as mirrored topics; online before it is used."""
         if topic not in self.target_partitions([topic]):
@@ -233,7 +252,9 @@ class TopicManager:
                         "target user CREATE on it"
                     ) from exc
         if topic not in self._online:
-            self._await_online([TopicPartition(topic, p) for p in range(partitions)])
+            self._await_online(
+                [TopicPartition(topic, p) for p in range(partitions)], online_timeout
+            )
 
 
 def _metadata(admin: AdminClient, side: str) -> Any:

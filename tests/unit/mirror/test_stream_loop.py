@@ -1,0 +1,251 @@
+"""The stream loop's rules without a broker: retries stay alive, waits for a slow target do not
+stop the mirror, a stop is bounded and says when its final commit was not made.
+
+The clients are stand-ins here: these tests are about the loop's decisions. Copying itself is
+tested against the real clusters (tests/integration).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, TopicPartition
+from prometheus_client import CollectorRegistry
+
+from kmirror.config.model import ClusterConfig, MirrorConfig
+from kmirror.errors import ClusterError, CommitError
+from kmirror.metrics.worker import WorkerMetrics
+from kmirror.mirror.latch import FailureLatch
+from kmirror.mirror.stream import Stream, Tuning
+from kmirror.mirror.subscription import Start, StreamState, Subscription
+from kmirror.mirror.topics import PartitionsOfflineError
+
+pytestmark = pytest.mark.unit
+
+Key = tuple[str, int]
+
+
+def config(**kw: Any) -> MirrorConfig:
+    return MirrorConfig(
+        source=ClusterConfig("source", "127.0.0.1:1"),
+        target=ClusterConfig("target", "127.0.0.1:2"),
+        group_id="g",
+        **kw,
+    )
+
+
+class FakeConsumer:
+    def __init__(self, block_close: threading.Event | None = None) -> None:
+        self.block_close = block_close
+        self.paused: list[Key] = []
+        self.resumed: list[Key] = []
+        self.assigned: list[TopicPartition] = []
+
+    def close(self) -> None:
+        if self.block_close is not None:
+            self.block_close.wait()  # a cluster that never answers
+
+    def committed(self, partitions: list[TopicPartition], timeout: float) -> list[TopicPartition]:
+        return [TopicPartition(tp.topic, tp.partition, 5) for tp in partitions]
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self.assigned = partitions
+
+    def pause(self, partitions: list[TopicPartition]) -> None:
+        self.paused += [(tp.topic, tp.partition) for tp in partitions]
+
+    def resume(self, partitions: list[TopicPartition]) -> None:
+        self.resumed += [(tp.topic, tp.partition) for tp in partitions]
+
+
+class FakeCopier:
+    """flush() reports a failed send for the first `failing` calls (a target still down)."""
+
+    def __init__(self, latch: FailureLatch, failing: int = 0) -> None:
+        self.latch = latch
+        self.failing = failing
+        self.rewound: dict[Key, int] = {}
+
+    def flush(self, timeout: float) -> int:
+        if self.failing:
+            self.failing -= 1
+            self.latch.send_failed("t", 0, KafkaError(KafkaError.NOT_ENOUGH_REPLICAS))
+        return 0
+
+    def rewind(self, positions: Mapping[Key, int]) -> None:
+        self.rewound = dict(positions)
+
+    def close(self, timeout: float) -> None:
+        pass
+
+
+class FakeSubs:
+    def __init__(self, assignment: set[Key], commit_ok: bool = True) -> None:
+        self.assignment = assignment
+        self.commit_ok = commit_ok
+        self.commits: list[dict[Key, int]] = []
+
+    def commit(self, offsets: Mapping[Key, int]) -> bool:
+        self.commits.append(dict(offsets))
+        return self.commit_ok
+
+
+class FakeStore:
+    topic = "progress"
+
+    def write(self, book: object, keys: object, timeout: float) -> None:
+        return None
+
+    def close(self, timeout: float) -> None:
+        pass
+
+
+def stream(cfg: MirrorConfig, ticks: list[object], **parts: Any) -> Stream:
+    s = Stream(
+        cfg,
+        WorkerMetrics(CollectorRegistry()),
+        threading.Event(),
+        on_tick=ticks.append,
+        tuning=Tuning(retry_backoff_s=0.01, shutdown_timeout_s=0.5),
+    )
+    s._consumer = parts.get("consumer", FakeConsumer())  # type: ignore[assignment]
+    s._subs = parts.get("subs", FakeSubs({("t", 0)}))  # type: ignore[assignment]
+    s._copier = parts.get("copier") or FakeCopier(s._latch)  # type: ignore[assignment]
+    s._store = FakeStore()  # type: ignore[assignment]
+    return s
+
+
+def test_retrying_failed_sends_reports_liveness_and_rewinds_to_the_last_commit() -> None:
+    ticks: list[object] = []
+    s = stream(config(abort_on_send_failure=False), ticks)
+    copier = FakeCopier(s._latch, failing=2)
+    s._copier = copier  # type: ignore[assignment]
+    s._book.open("t", 0, 5).committed = 5
+    s._restart[("t", 0)] = 5
+    book = s._book["t", 0]
+    book.acknowledge(5, 0, 10, 15)  # acknowledged, but the failed record may lie before it
+    s._latch.send_failed("t", 0, KafkaError(KafkaError.REQUEST_TIMED_OUT))
+    s._check()
+    assert len(ticks) >= 3  # the supervisor's /healthz sees a live stream while it retries
+    assert copier.rewound == {("t", 0): 5}
+    assert book.acked == 5  # nothing past the last commit counts until re-sent
+    assert not s._latch.failures
+
+
+def test_a_stop_whose_final_commit_fails_is_reported() -> None:
+    s = stream(config(), [], subs=FakeSubs({("t", 0)}, commit_ok=False))
+    s._book.open("t", 0, 5).skip(9)
+    with pytest.raises(CommitError, match="final commit could not be made"):
+        s._shutdown(clean=True)
+
+
+def test_a_clean_stop_commits_what_was_acknowledged() -> None:
+    subs = FakeSubs({("t", 0)})
+    s = stream(config(), [], subs=subs)
+    s._book.open("t", 0, 5).skip(9)
+    s._shutdown(clean=True)
+    assert subs.commits == [{("t", 0): 9}]
+
+
+def test_a_stop_is_bounded_when_the_clusters_are_gone() -> None:
+    gone = threading.Event()
+    s = stream(config(), [], consumer=FakeConsumer(block_close=gone))
+    try:
+        with pytest.raises(CommitError, match="did not stop within 0s"):
+            s._shutdown(clean=True)
+    finally:
+        gone.set()
+
+
+def test_a_stop_while_retrying_is_reported() -> None:
+    s = stream(config(abort_on_send_failure=False), [])
+    s._restart[("t", 0)] = 5
+    s._stop.set()
+    s._latch.send_failed("t", 0, KafkaError(KafkaError.REQUEST_TIMED_OUT))
+    s._check()
+    with pytest.raises(CommitError, match="re-sending records the target had refused"):
+        s._shutdown(clean=True)
+
+
+def test_a_leaderless_progress_topic_at_start_up_is_waited_out() -> None:
+    ticks: list[object] = []
+    s = stream(config(), ticks)
+    calls: list[float | None] = []
+
+    class SlowTarget(FakeStore):
+        def ensure(self, online_timeout: float | None = None) -> None:
+            calls.append(online_timeout)
+            if len(calls) < 3:
+                raise PartitionsOfflineError("new target partitions not online after 30s")
+
+    s._store = SlowTarget()  # type: ignore[assignment]
+    s._ensure_store()
+    assert len(calls) == 3 and ticks
+    assert s._metrics.registry.get_sample_value("kmirror_mirror_target_waits_total") == 2
+
+
+class Offline:
+    """TopicManager stand-in whose ensure() finds the target partitions leaderless `times`."""
+
+    def __init__(self, times: int) -> None:
+        self.times = times
+        self.source = self
+
+    def list_topics(self, timeout: float) -> Any:
+        return type("Md", (), {"topics": {}})()
+
+    def ensure(self, partitions: Mapping[str, int], online_timeout: float = 30) -> None:
+        if self.times:
+            self.times -= 1
+            raise PartitionsOfflineError("new target partitions not online after 30s: t[0]")
+
+
+class Listener:
+    def assigned(self, starts: Mapping[Key, Start]) -> None:
+        pass
+
+    def revoking(self, keys: list[Key]) -> None:
+        pass
+
+    def dropped(self, keys: list[Key]) -> None:
+        pass
+
+
+def subscription(topics: Offline, started: bool) -> tuple[Subscription, FakeConsumer, FailureLatch]:
+    consumer = FakeConsumer()
+    latch = FailureLatch()
+    subs = Subscription(
+        config(),
+        consumer,  # type: ignore[arg-type]
+        topics,  # type: ignore[arg-type]
+        WorkerMetrics(CollectorRegistry()),
+        latch,
+        Listener(),
+        StreamState(),
+    )
+    subs.started = started
+    return subs, consumer, latch
+
+
+def test_leaderless_target_partitions_after_start_up_are_waited_out() -> None:
+    subs, consumer, latch = subscription(Offline(times=2), started=True)
+    subs._on_assign(consumer, [TopicPartition("t", 0)])  # type: ignore[arg-type]
+    assert latch.fatal is None  # the mirror keeps running
+    assert consumer.paused == [("t", 0)] and subs.state.waiting == 1
+    subs._next_wait_retry = 0
+    subs.retry_waiting()  # still leaderless: keep waiting
+    assert consumer.resumed == [] and subs.waiting == {("t", 0)}
+    subs._next_wait_retry = 0
+    subs.retry_waiting()
+    assert consumer.resumed == [("t", 0)] and subs.state.waiting == 0
+    reg = subs._metrics.registry
+    assert reg.get_sample_value("kmirror_mirror_target_waits_total") == 2
+
+
+def test_leaderless_target_partitions_at_start_up_are_an_error() -> None:
+    subs, consumer, latch = subscription(Offline(times=1), started=False)
+    subs._on_assign(consumer, [TopicPartition("t", 0)])  # type: ignore[arg-type]
+    assert isinstance(latch.fatal, ClusterError)
