@@ -54,6 +54,7 @@ MINIMAL: dict[str, Any] = {
 KITCHEN_SINK: dict[str, Any] = {
     "global": {"imageRegistry": "registry.example.com:5000"},
     "commonLabels": {"team": "data"},
+    "progressTopic": "kmirror-progress.mirror.internal",
     "commonAnnotations": {"owner": "data-platform"},
     "imagePullSecrets": ["pull-a", {"name": "pull-b"}],
     "source": {

@@ -310,6 +310,10 @@ KMIRROR_GROUPS_EXCLUDE: {{ .groupsExclude | toString | quote }}
 {{- end }}
 KMIRROR_PARTITIONING: {{ $v.partitioning | quote }}
 KMIRROR_REPLICATION_FACTOR: {{ $v.replicationFactor | int64 | toString | quote }}
+KMIRROR_SYNC_TOPIC_CONFIGS_INTERVAL_S: {{ $v.syncTopicConfigsIntervalSeconds | int64 | toString | quote }}
+{{- with $v.progressTopic }}
+KMIRROR_PROGRESS_TOPIC: {{ . | quote }}
+{{- end }}
 KMIRROR_METRICS_PORT: {{ $v.metrics.port | int64 | toString | quote }}
 KMIRROR_LOG_FORMAT: {{ $v.logFormat | quote }}
 KMIRROR_STRICT: {{ $v.strict | toString | quote }}
