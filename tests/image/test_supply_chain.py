@@ -71,8 +71,8 @@ site = pathlib.Path(sys.prefix, "lib", f"python{sys.version_info[0]}.{sys.versio
 jars = {}
 for root, shown in ((pathlib.Path("/opt/kmirror/jars"), "/opt/kmirror/jars"),
                     (site / "pyspark" / "jars", "site-packages/pyspark/jars")):
-    for jar in sorted(root.glob("*.jar")) if root.is_dir() else []:
-        jars[f"{shown}/{jar.name}"] = hashlib.sha256(jar.read_bytes()).hexdigest()
+    for jar in sorted(root.rglob("*.jar")) if root.is_dir() else []:
+        jars[f"{shown}/{jar.relative_to(root)}"] = hashlib.sha256(jar.read_bytes()).hexdigest()
 print(json.dumps({"dists": dists, "jars": jars}))
 """
 
@@ -84,6 +84,21 @@ def inventory(image: str) -> dict[str, Any]:
     ).stdout  # fmt: skip
     found: dict[str, Any] = json.loads(out)
     return found
+
+
+def sha256s(component: dict[str, Any]) -> list[str]:
+    """A component's sha256s: its own, or (cyclonedx-py) those of its distribution."""
+    refs = [component, *component.get("externalReferences", [])]
+    return [h["content"] for r in refs for h in r.get("hashes", []) if h["alg"] == "SHA-256"]
+
+
+def wheel_pins(wheelhouse: str) -> set[tuple[str, str, str]]:
+    """(name, version, sha256) of every wheel the build installs, from the pinned manifests."""
+    pins = set()
+    for kind in (wheelhouse, "app"):
+        text = (REPO / ".cache" / "image-inputs" / kind / "requirements.txt").read_text()
+        pins |= set(re.findall(r"^(\S+)==(\S+) \\\n\s+--hash=sha256:([0-9a-f]{64})", text, re.M))
+    return pins
 
 
 @pytest.mark.parametrize("name", ["kmirror", "kmirror-validate"])
@@ -105,10 +120,13 @@ def test_sbom_lists_what_the_image_holds(images: Images, name: str) -> None:
         if c.get("purl", "").startswith("pkg:pypi/") or ref == "python:kmirror"
     }
     assert python == {tuple(d) for d in held["dists"]}
-    pinned = [c for c in by_ref.values() if c.get("purl", "").startswith("pkg:pypi/")]
-    assert pinned and all(ref["hashes"] for c in pinned for ref in c["externalReferences"]), (
-        "every third-party wheel carries its sha256"
-    )
+    # ... each with the sha256 of the very wheel the build installed (image-inputs' pins).
+    assert {
+        (re.sub(r"[-_.]+", "-", c["name"]).lower(), c["version"], digest)
+        for c in by_ref.values()
+        if c.get("purl", "").startswith("pkg:pypi/")
+        for digest in sha256s(c)
+    } == wheel_pins("runtime" if name == "kmirror" else "validate")
 
     def path_of(component: dict[str, Any]) -> str:
         return next(p["value"] for p in component["properties"] if p["name"] == "kmirror:path")
