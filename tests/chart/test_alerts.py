@@ -16,7 +16,7 @@ from tests.chart import chartlib, monitoring
 pytestmark = pytest.mark.chart
 
 SEL = {"namespace": chartlib.NAMESPACE, "job": chartlib.RELEASE}
-HEARTBEAT_METRIC = "kmirror_heartbeat_age_seconds"
+HEARTBEAT_METRIC = "kmirror_dr_heartbeat_age_seconds"
 ALL_ALERTS = {"heartbeatAge": {"enabled": True}}
 
 

@@ -115,7 +115,7 @@ groups:
       {{- if $a.heartbeatAge.enabled }}
       - alert: KmirrorHeartbeatStale
         expr: |-
-          max by (namespace, job) (kmirror_heartbeat_age_seconds{ {{- $sel -}} }) > {{ $a.heartbeatAge.maxAgeSeconds }}
+          max by (namespace, job) (kmirror_dr_heartbeat_age_seconds{ {{- $sel -}} }) > {{ $a.heartbeatAge.maxAgeSeconds }}
         for: {{ $a.heartbeatAge.for }}
         labels:
           severity: {{ $a.heartbeatAge.severity }}
