@@ -37,16 +37,16 @@ class Writer(threading.Thread):
         super().__init__(daemon=True)
         self.stop = threading.Event()
         self.errors: list[str] = []
-        self._bootstrap, self._topic = bootstrap, topic
+        self.servers, self.topic = bootstrap, topic
 
     def run(self) -> None:
         producer = Producer(
-            {"bootstrap.servers": self._bootstrap, "enable.idempotence": True, "linger.ms": 5}
+            {"bootstrap.servers": self.servers, "enable.idempotence": True, "linger.ms": 5}
         )
         i, started = 0, time.monotonic()
         while not self.stop.is_set():
             producer.produce(
-                self._topic,
+                self.topic,
                 key=b"k%d" % i,
                 value=b"v%d" % i,
                 partition=i % 2,
