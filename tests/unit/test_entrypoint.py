@@ -36,12 +36,17 @@ KUDO = {
 
 @pytest.fixture
 def environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[dict[str, str]]:
-    """A clean process environment (nothing of the developer's leaks in)."""
+    """A clean process environment (nothing of the developer's leaks in), given back whole
+    afterwards: the entrypoint itself copies .env values into os.environ, which monkeypatch
+    does not know of, and a later test's `kmirror` subprocess would inherit them."""
+    saved = dict(os.environ)
     for key in list(os.environ):
         if key not in ("PATH", "HOME", "LANG"):
             monkeypatch.delenv(key)
     env = {"KMIRROR_CONFIG_DIR": str(tmp_path / "rendered")}
     yield env
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 @pytest.fixture
