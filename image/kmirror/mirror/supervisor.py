@@ -164,22 +164,24 @@ class Supervisor:
     # -- probes --------------------------------------------------------------------------------
 
     def healthy(self) -> tuple[bool, str]:
-        ok, why = self._liveness()
-        if not ok and why.split(" for ")[0] != self._unhealthy.split(" for ")[0]:
+        ok, why, cause = self._liveness()
+        if not ok and cause != self._unhealthy:
             # The probe's answer goes to the kubelet only: say it where an operator looks.
             log.error("liveness failing: %s", why)
-        self._unhealthy = "" if ok else why
+        self._unhealthy = cause
         return ok, why
 
-    def _liveness(self) -> tuple[bool, str]:
+    def _liveness(self) -> tuple[bool, str, str]:
+        """(ok, the probe's answer, a cause that stays the same while the failure lasts)."""
         now = time.time()
         for sid in range(self._config.num_streams):
             if sid in self._codes:
-                return False, f"stream {sid} exited with code {self._codes[sid]}"
+                why = f"stream {sid} exited with code {self._codes[sid]}"
+                return False, why, why
             beat = self._states.get(sid, {}).get("heartbeat")
             if beat is not None and now - beat > HEARTBEAT_STALE_S:
-                return False, f"stream {sid} silent for {now - beat:.0f}s"
-        return True, "ok"
+                return False, f"stream {sid} silent for {now - beat:.0f}s", f"{sid} silent"
+        return True, "ok", ""
 
     def ready(self) -> tuple[bool, str]:
         if self._stop_requested:
