@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 .PHONY: test-security k8s-binaries k8s-up k8s-down test-k8s help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
         test-chart test-spark test-image test-faults test-faults-short demo clusters-up clusters-down clusters-status \
-        image image-inputs bench bench-validate bench-smoke chart-docs chart-docs-tool env-docs clean
+        image image-inputs bench bench-validate bench-smoke bench-dr chart-docs chart-docs-tool env-docs clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}'
@@ -106,6 +106,9 @@ bench-validate: setup ## Validation speed: digest mode over 2 M records per side
 	$(PY) scripts/kafka-local up
 	$(PY) scripts/bench_validate.py --json-out bench/results/validate.json; rc=$$?; \
 	  $(PY) scripts/kafka-local down; exit $$rc
+
+bench-dr: setup ## Failover comparison on the local clusters: records re-read after a failover, kmirror vs MM2
+	$(PY) -m scripts.bench.dr_failover
 
 bench-smoke: setup ## 100,000 records through every contender and ceiling, checked by pytest (part of make test)
 	$(PYTEST) -m bench $(PYTEST_ARGS)

@@ -200,7 +200,9 @@ def resolve_topics(
 ) -> list[TopicPlan]:
     """Source topics matching the selection (default: the mirror's), each with its target
     name through the mirror's rename policy and the target's partition count (None: missing)."""
-    selection = selection or config.topics
+    # MM2's heartbeats topics cross with the data (config.topics.always) but are live
+    # bookkeeping, not the user's records: not validated unless named with --topics.
+    selection = selection or replace(config.topics, always=())
     src = source.topics()
     names = selection.select(set(src))
     if not names:

@@ -82,6 +82,7 @@ def test_minimal_values_render_the_documented_defaults() -> None:
         "KMIRROR_SYNC_GROUP_OFFSETS_INTERVAL_SECONDS": "60",
         "KMIRROR_GROUPS": ".*",
         "KMIRROR_GROUPS_EXCLUDE": "console-consumer-.*, connect-.*, __.*",
+        "KMIRROR_PROVENANCE_HEADER": "false",
         "KMIRROR_PARTITIONING": "same",
         "KMIRROR_REPLICATION_FACTOR": "-1",
         "KMIRROR_SYNC_TOPIC_CONFIGS_INTERVAL_S": "600",
@@ -370,6 +371,7 @@ def test_disaster_recovery_values_reach_the_environment_and_the_config() -> None
                 "syncGroupOffsets": True,
                 "syncGroupOffsetsIntervalSeconds": 2.5,
                 "groups": "app-.*",
+                "provenanceHeader": True,
             },
         )
     )
@@ -379,6 +381,7 @@ def test_disaster_recovery_values_reach_the_environment_and_the_config() -> None
     assert (dr.checkpoints_interval_s, dr.sync_group_offsets_interval_s) == (5.0, 2.5)
     assert dr.group_matches("app-1") and not dr.group_matches("other")
     assert not dr.group_matches("console-consumer-1")
+    assert dr.provenance_header
 
 
 def test_large_commit_interval_is_not_rendered_in_float_notation() -> None:

@@ -307,6 +307,7 @@ KMIRROR_SYNC_GROUP_OFFSETS: {{ .syncGroupOffsets | toString | quote }}
 KMIRROR_SYNC_GROUP_OFFSETS_INTERVAL_SECONDS: {{ .syncGroupOffsetsIntervalSeconds | toString | quote }}
 KMIRROR_GROUPS: {{ .groups | toString | quote }}
 KMIRROR_GROUPS_EXCLUDE: {{ .groupsExclude | toString | quote }}
+KMIRROR_PROVENANCE_HEADER: {{ .provenanceHeader | toString | quote }}
 {{- end }}
 KMIRROR_PARTITIONING: {{ $v.partitioning | quote }}
 KMIRROR_REPLICATION_FACTOR: {{ $v.replicationFactor | int64 | toString | quote }}

@@ -30,6 +30,9 @@ _KEYS: tuple[tuple[str, str, str, str, str], ...] = (
     ("groups", "groups", ".*", "--groups", "KMIRROR_GROUPS"),
     ("groups.exclude", "groups_exclude", ", ".join(DEFAULT_GROUP_EXCLUDES),
      "--groups-exclude", "KMIRROR_GROUPS_EXCLUDE"),
+    # kmirror's own (docs/disaster-recovery.md): off in every dialect, the copy stays byte-exact.
+    ("provenance.header.enabled", "provenance_header", "false",
+     "--provenance-header", "KMIRROR_PROVENANCE_HEADER"),
 )  # fmt: skip
 DR_SETTINGS: frozenset[str] = frozenset(k for k, *_ in _KEYS) | {"groups.blacklist"}
 # For the loader's flags: (flag, dest, help) and the environment table.

@@ -171,6 +171,12 @@ ENV_VARS: tuple[EnvVar, ...] = (
     ),
     EnvVar("KMIRROR_GROUPS", "MM2's `groups`: consumer groups whose offsets follow the data", ".*"),
     EnvVar(
+        "KMIRROR_PROVENANCE_HEADER",
+        "true: copies carry a `kmirror.origin` header and records that came from the target "
+        "are not copied back (two-way identity mirroring)",
+        "false",
+    ),
+    EnvVar(
         "KMIRROR_GROUPS_EXCLUDE",
         "MM2's `groups.exclude`",
         "console-consumer-.*, connect-.*, __.*",

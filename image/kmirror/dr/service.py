@@ -113,19 +113,13 @@ class DrService(threading.Thread):
                 target_conf, config.rename.checkpoints_topic, config.replication_factor
             )
             self._last = latest_checkpoints(store.read_checkpoints(config))
-        books = store.read_progress(config)
-        source_conf = config.admin_conf("source")
-        fresh: list[Checkpoint] = []
-        for group in cluster.groups(source_conf):
-            if group == config.group_id or not self._dr.group_matches(group):
-                continue
-            committed = {k: o for k, (o, _) in cluster.committed(source_conf, group, books).items()}
-            cps = checkpoints_for(group, committed, books, config.target_topic)
-            self._by_group[group] = cps
-            for cp in cps:
-                key = (cp.group, cp.topic, cp.partition)
-                if self._last.get(key) != cp:
-                    fresh.append(cp)
+        self._translate()
+        fresh = [
+            cp
+            for cps in self._by_group.values()
+            for cp in cps
+            if self._last.get((cp.group, cp.topic, cp.partition)) != cp
+        ]
         if not fresh:
             return
         producer = self._producer()
@@ -147,9 +141,24 @@ class DrService(threading.Thread):
         self._emitted.inc(len(fresh))
         log.info("disaster recovery: emitted checkpoints=%d", len(fresh))
 
+    def _translate(self) -> None:
+        """Every matching source group's checkpoints, exact, from the persisted progress."""
+        config = self._config
+        books = store.read_progress(config)
+        source_conf = config.admin_conf("source")
+        by_group: dict[str, list[Checkpoint]] = {}
+        for group in cluster.groups(source_conf):
+            if group == config.group_id or not self._dr.group_matches(group):
+                continue
+            committed = {k: o for k, (o, _) in cluster.committed(source_conf, group, books).items()}
+            by_group[group] = checkpoints_for(group, committed, books, config.target_topic)
+        self._by_group = by_group
+
     # -- group offset sync ---------------------------------------------------------------------
 
     def sync_groups(self) -> None:
+        if not self._dr.emit_checkpoints:  # MM2 needs checkpoints for sync; kmirror does not
+            self._translate()
         target_conf = self._config.admin_conf("target")
         tag = marker(self._config.rename.source_alias)
         for group, cps in sorted(self._by_group.items()):

@@ -37,6 +37,7 @@ from confluent_kafka import (
 )
 
 from kmirror.config.model import MirrorConfig
+from kmirror.dr.provenance import stamp
 from kmirror.errors import SendError, TopicError
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror import latch as rules
@@ -125,6 +126,12 @@ class RecordCopier:
         self._batch = consume_batch
         self._timeout = consume_timeout_s
         self._same = config.partitioning == "same"
+        rename = config.rename
+        self._origin = (
+            (rename.source_alias.encode(), rename.target_alias.encode())
+            if config.dr.provenance_header
+            else None
+        )
         self._acked = 0
         # --partitioning same: per target partition, what is in flight (see the module doc).
         self._flight: dict[str, dict[int, _InFlight]] = {}
@@ -215,6 +222,7 @@ class RecordCopier:
         same = self._same
         flights = self._flight
         rewinds = self._rewinds
+        origin = self._origin
         for m in msgs:
             err = m.error()
             if err is not None:
@@ -224,10 +232,15 @@ class RecordCopier:
             dst = targets.get(topic) or self._config.target_topic(topic)
             key, value = m.key(), m.value()
             ts_type, ts = m.timestamp()
+            headers = m.headers()
+            if origin is not None:  # opt-in provenance header (kmirror/dr/provenance.py)
+                headers = stamp(headers, *origin)
+                if headers is None:
+                    continue  # it came from the target: copying it back would loop
             kwargs: dict[str, Any] = {
                 "key": key,
                 "value": value,
-                "headers": m.headers(),
+                "headers": headers,
                 "timestamp": ts if ts_type != TIMESTAMP_NOT_AVAILABLE else 0,
             }
             partition: int = m.partition()  # type: ignore[assignment]

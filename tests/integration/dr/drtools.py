@@ -30,7 +30,7 @@ def mm2_config(tmp: Path, clusters: Clusters, group: str, topics: str, **extra: 
         "emit.checkpoints.interval.seconds": "1",
         "sync.group.offsets.interval.seconds": "1",
         "replication.factor": "1",
-        **{k.replace("_", "."): v for k, v in extra.items()},
+        **{k.replace("_", ".") if "." not in k else k: v for k, v in extra.items()},
     }
     path = tmp / f"mm2-{group}.properties"
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()), encoding="utf-8")
@@ -52,19 +52,28 @@ def member(bootstrap: str, group: str, eof: bool = False) -> Consumer:
     )
 
 
-def consume_and_commit(bootstrap: str, topic: str, group: str, count: int) -> list[bytes]:
-    """A real group member: subscribe, read `count` records (read_committed), commit, leave.
-    Returns the values it read."""
+def consume_and_commit(
+    bootstrap: str, topic: str, group: str, per_partition: int, partitions: int
+) -> list[bytes]:
+    """A real group member that processes `per_partition` records of every partition (one at a
+    time, read_committed), commits what it processed and leaves — like an application stopped
+    part-way. Returns the values it processed."""
     c = member(bootstrap, group)
     seen: list[bytes] = []
+    done: dict[int, int] = {}  # partition -> records processed
+    last: dict[int, int] = {}  # partition -> offset of the last processed record
     try:
         c.subscribe([topic])
-        while len(seen) < count:
+        while len(done) < partitions or min(done.values()) < per_partition:
             msg = c.poll(30)
-            assert msg is not None, f"group {group} read {len(seen)} of {count} from {topic}"
-            if msg.error() is None:
+            assert msg is not None, f"group {group} processed {len(seen)} records of {topic}"
+            p = int(msg.partition() or 0)
+            if msg.error() is None and done.get(p, 0) < per_partition:
                 seen.append(msg.value() or b"")
-        c.commit(asynchronous=False)
+                done[p] = done.get(p, 0) + 1
+                last[p] = int(msg.offset() or 0)
+        c.commit(offsets=[TopicPartition(topic, p, o + 1) for p, o in last.items()],
+                 asynchronous=False)  # fmt: skip
     finally:
         c.close()
     return seen

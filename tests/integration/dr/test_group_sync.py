@@ -25,8 +25,9 @@ def target_group(bootstrap: str, group: str, topic: str) -> tuple[int, str] | No
     return None if tp.offset < 0 else (tp.offset, tp.metadata or "")
 
 
+@pytest.mark.parametrize("checkpoints", ["true", "false"])
 def test_sync_forward_only_and_never_a_target_group(
-    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name, checkpoints: str
 ) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=1)
     target = make_topic(clusters.target_bootstrap, f"A.{topic}", partitions=1)
@@ -45,7 +46,8 @@ def test_sync_forward_only_and_never_a_target_group(
     c.close()
 
     args = mm2_config(tmp_path, clusters, mirror, unique_name("none"),
-                      sync_group_offsets_enabled="true")  # fmt: skip
+                      sync_group_offsets_enabled="true",
+                      emit_checkpoints_enabled=checkpoints)  # fmt: skip
     with MirrorProcess(["run", *args], tmp_path / "m.log") as m:
         wait_until(lambda: target_group(clusters.target_bootstrap, fresh, target), 60, 0.5,
                    "fresh group synced")  # fmt: skip

@@ -99,3 +99,43 @@ def test_two_way_prefix_no_loop(tmp_path: Path, clusters: Clusters, name: str) -
     }
     every = sorted([f"a{i}".encode() for i in range(400)] + [f"b{i}".encode() for i in range(300)])
     assert values["A"] == every and values["B"] == every
+
+
+def test_two_way_identity_with_provenance_header(
+    tmp_path: Path, clusters: Clusters, name: str
+) -> None:
+    a, b = clusters.source_bootstrap, clusters.target_bootstrap
+    for side in (a, b):
+        create_topic(side, name, 2)
+    identity = {
+        "replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+        "provenance.header.enabled": "true",
+        "emit.heartbeats.enabled": "false",
+    }
+    forward = mm2_config(tmp_path, clusters, f"ab-{name}", name, **identity)
+    back_path = tmp_path / "ba.properties"
+    back_path.write_text(
+        Path(forward[1]).read_text(encoding="utf-8").replace("A->B.", "B->A.")
+        + "A->B.enabled=false\n",
+        encoding="utf-8",
+    )
+    produce(a, name, [{"value": f"a{i}".encode(), "headers": [("h", b"1")]} for i in range(200)])
+    produce(b, name, [{"value": f"b{i}".encode()} for i in range(150)])
+    with (
+        MirrorProcess(["run", *forward], tmp_path / "ab.log") as ab,
+        MirrorProcess(["run", "--mm2-config", str(back_path)], tmp_path / "ba.log") as ba,
+    ):
+        produce(a, name, [{"value": f"a{i}".encode()} for i in range(200, 300)])
+        produce(b, name, [{"value": f"b{i}".encode()} for i in range(150, 200)])
+        for side in (a, b):
+            wait_until(lambda s=side: len(consume_all(s, name)) >= 500, 90, message="copied")
+        assert ab.stop() == 0, ab.log
+        assert ba.stop() == 0, ba.log
+    every = sorted([f"a{i}".encode() for i in range(300)] + [f"b{i}".encode() for i in range(200)])
+    for side, own, other in ((a, b"a", b"B"), (b, b"b", b"A")):
+        recs = consume_all(side, name)
+        assert sorted(r.value or b"" for r in recs) == every  # each record exactly once
+        for r in recs:
+            origin = [v for k, v in r.headers if k == "kmirror.origin"]
+            # Copies carry their origin; records written here are untouched.
+            assert origin == ([] if (r.value or b"").startswith(own) else [other])
