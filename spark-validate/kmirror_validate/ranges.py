@@ -202,9 +202,11 @@ def plan_bounds(bounds: Bounds, source_conf: Mapping[str, Any], target_conf: Map
     """Source and target range starts (and timestamp filters) for every source partition;
     `target_of` maps a source (topic, partition) to its target partition (same partitioning)."""
     out = Bounded()
-    out.books = books = (
-        read_progress(target_conf, group_id, timeout) if bounds.start != "earliest" else {}
-    )
+    if bounds.start != "earliest":
+        out.books = read_progress(target_conf, group_id, timeout)
+    books = out.books
+    if bounds.to == "copied":
+        watermarks = copied_ends(watermarks, books, committed or {}, out)
     since_offsets = (first_offsets(source_conf, dict.fromkeys(watermarks, bounds.since_ms),
                                    timeout) if bounds.since_ms is not None else {})  # fmt: skip
     out.source_low = source_lows(bounds, watermarks, books, since_offsets, out.notes)
