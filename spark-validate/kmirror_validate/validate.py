@@ -223,16 +223,15 @@ def run(spark: SparkSession, prep: Prepared, progress: Progress | None = None) -
     if opts.mode == "digest" and prep.config.partitioning == "same":
         progress.phase("reading and fingerprinting")
         outcome = _exact_copies(spark, prep)
+    # Whatever the fast path could not clear (None: it cleared everything).
     rows = _side_rows(spark, prep, only=lambda tp: tp not in outcome.counts)
-    if rows is None:
-        pass
-    elif opts.mode == "count":
+    if rows is not None and opts.mode == "count":
         progress.phase("reading and counting")
         for r in compare.partition_counts(rows).collect():
             outcome.counts[(r["topic"], r["partition"])] = {
                 k: int(r[k]) for k in ("source_count", "source_after_snapshot", "target_count")
             }
-    else:
+    elif rows is not None:
         progress.phase("reading and matching")
         latest = any(_view(p, opts) == "latest" for p in prep.plans)
         outcome.merge(compare.evaluate(

@@ -28,8 +28,8 @@ LATE = 10  # the mirror started after the first 10 source records
 
 
 def _records(tag: str, n: int = N) -> list[dict[str, Any]]:
-    return [{"key": f"{tag}{i}".encode(), "value": b"v%d" % i, "timestamp": TS + i * 1000,
-             "partition": 0} for i in range(n)]  # fmt: skip
+    return [{"key": f"{tag}{i}".encode(), "value": f"{tag}-value-{i}".encode(),
+             "timestamp": TS + i * 1000, "partition": 0} for i in range(n)]  # fmt: skip
 
 
 class World:
