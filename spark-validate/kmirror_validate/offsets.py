@@ -324,6 +324,10 @@ def take_snapshot(
         if wait_timeout <= 0:
             break
         lagging = caught_up(current, src, tgt, committed or {}, same)
+        # --to copied: a partition the mirror has not committed anything of yet (a fresh
+        # install) is worth waiting for, while its source has records.
+        lagging += [f"{t}/{p} (nothing copied yet)" for t, p in bounded.uncopied
+                    if raw[(t, p)][1] > raw[(t, p)][0]]  # fmt: skip
         waited = time.monotonic() - started
         if not lagging or waited >= wait_timeout:
             break

@@ -124,6 +124,7 @@ class Bounded:
     since: dict[TP, int] = field(default_factory=dict)  # timestamp filter, by source tp
     notes: list[str] = field(default_factory=list)
     books: dict[TP, PartitionBook] = field(default_factory=dict)  # the progress records read
+    uncopied: list[TP] = field(default_factory=list)  # --to copied: nothing committed yet
 
 
 def target_start(book: PartitionBook, source_low: int) -> int | None:
@@ -257,6 +258,7 @@ def copied_ends(
         book = books.get(tp)
         copied = book.acked if book is not None else committed.get(tp)
         if copied is None:
+            out.uncopied.append(tp)
             out.notes.append(f"{tp[0]}/{tp[1]}: the mirror has not committed anything yet: "
                              "nothing to compare")  # fmt: skip
             copied = low

@@ -32,7 +32,7 @@ def test_defaults_render_the_test_pod_and_a_bounded_hook() -> None:
     # The hook compares the last 1000 records the mirror has copied: a backlog cannot hold
     # up the install, and an at-least-once mirror's duplicates pass.
     hook = _args(docs.one("Job", JOB_NAME))
-    assert (hook["--to"], hook["--last"], hook["--wait-timeout"]) == ("copied", "1000", "60")
+    assert (hook["--to"], hook["--last"], hook["--wait-timeout"]) == ("copied", "1000", "120")
     assert (hook["--duplicates"], hook["--from"]) == ("allow", "auto")
     assert "--to" not in _args(docs.one("Pod"))
     pod = docs.one("Pod")
@@ -156,7 +156,7 @@ def test_one_invocation_for_job_and_test_pod() -> None:
         "--mode=digest",
     ]
     # The same invocation; the hook is bounded to what the mirror has copied.
-    assert container(job)["args"] == [*common, "--wait-timeout=60", "--duplicates=allow",
+    assert container(job)["args"] == [*common, "--wait-timeout=120", "--duplicates=allow",
                                       "--from=auto", "--to=copied", "--last=1000",
                                       "--json-out=/tmp/r.json"]  # fmt: skip
     assert container(pod)["args"] == [*common, "--wait-timeout=42", "--duplicates=allow",

@@ -69,7 +69,7 @@ def test_rendered_mirror_and_hook_run_in_the_built_images(
     test_pod = next(d for d in docs.of_kind("Pod"))
     # `helm test` runs the same container as the hook, but over whole topics: the hook is
     # bounded to the last records the mirror has copied. Running one proves both.
-    bounds = ["--to=copied", "--last=1000", "--wait-timeout=60", "--wait-timeout=120"]
+    bounds = ["--to=copied", "--last=1000", "--wait-timeout=120"]
     test_spec = chartlib.run_spec(docs, test_pod, "validate")
     assert dataclasses.replace(
         test_spec, args=[a for a in test_spec.args if a not in bounds]
