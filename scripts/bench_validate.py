@@ -8,8 +8,9 @@ compares 2N records and finds a match. Then, in one local Spark session:
   baseline  spark.read.format("kafka") over exactly the same ranges on both sides, count()
   digest    the validation job (snapshot, read, normalise, match, order check, report)
 
-each twice (the first round warms the JVM up; the second is the headline). Prints records/s for
-both and the ratio digest/baseline (the goal is >= 0.5).
+each --rounds times (default 5); the first round warms the JVM up, the median of the others is
+the headline (the ratio moves between rounds on a shared machine). Prints records/s for both,
+the ratio baseline time / digest time (the goal is >= 0.5) and the load average.
 
     .venv/bin/python scripts/bench_validate.py [--records 2000000] [--master 'local[2]']
 """
@@ -20,6 +21,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import statistics
 import sys
 import time
 import uuid
@@ -97,7 +99,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--size", type=int, default=100, help="value bytes")
     parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--keep", action="store_true", help="keep the topics")
     parser.add_argument("--json-out", help="write the figures as JSON here")
@@ -166,8 +168,16 @@ def main(argv: list[str] | None = None) -> int:
                   f"digest validation {digest_s:6.1f}s = {total / digest_s:>10,.0f} rec/s | "
                   f"ratio {base_s / digest_s:.2f}", flush=True)  # fmt: skip
         spark.stop()
+        warm = rounds[1:] or rounds
+        median = {k: statistics.median(r[k] for r in warm)
+                  for k in ("baseline_s", "digest_s", "ratio")}  # fmt: skip
+        load = [round(x, 2) for x in os.getloadavg()]
+        print(f"median of {len(warm)} warm rounds: read+count {median['baseline_s']:.1f}s | "
+              f"digest validation {median['digest_s']:.1f}s | ratio {median['ratio']:.2f} "
+              f"(load average {load[0]} {load[1]} {load[2]})", flush=True)  # fmt: skip
         result = {"records_per_side": args.records, "partitions": args.partitions,
-                  "value_bytes": args.size, "master": args.master, "rounds": rounds}  # fmt: skip
+                  "value_bytes": args.size, "master": args.master, "rounds": rounds,
+                  "median_warm": median, "load_average": load}  # fmt: skip
         if args.json_out:
             Path(args.json_out).write_text(json.dumps(result, indent=2) + "\n")
         return 0

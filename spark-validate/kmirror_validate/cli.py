@@ -21,7 +21,7 @@ from kmirror.config.loader import add_config_arguments, describe, load_config
 from kmirror.config.model import MirrorConfig, TopicSelection, split_patterns
 from kmirror.errors import ClusterError, ConfigError, KmirrorError
 from kmirror.logsetup import configure, python_level
-from kmirror_validate import __version__, sparkio
+from kmirror_validate import __version__, ranges, sparkio
 from kmirror_validate.progress import Progress
 from kmirror_validate.report import error_document
 from kmirror_validate.validate import Options, prepare, run
@@ -84,6 +84,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="allow (default; an at-least-once mirror): duplicates of otherwise "
                    "complete, ordered records are reported but pass; fail (an exactly-once "
                    "mirror): any duplicate is a mismatch")  # fmt: skip
+    v.add_argument("--from", dest="start", choices=("auto", "earliest", "mirror"),
+                   default="auto",
+                   help="where each partition's range starts: mirror = where the mirror "
+                   "started copying it (its progress record on the target), earliest, or "
+                   "auto (default: mirror where a progress record exists)")  # fmt: skip
+    v.add_argument("--since", metavar="TIME",
+                   help="only records with timestamps >= TIME: ISO 8601 (2026-11-26T10:00Z), "
+                   "epoch ms, or a duration back from now (15m, 2h, 1d)")  # fmt: skip
+    v.add_argument("--to", choices=("end", "copied"), default="end",
+                   help="where each range ends: end (default: the source's end) or copied "
+                   "(what the mirror has copied: its progress record, else its committed "
+                   "offset; never waits for a backlog)")  # fmt: skip
+    v.add_argument("--last", type=int, metavar="N",
+                   help="only the last N records of each source partition")  # fmt: skip
     v.add_argument("--compacted", choices=("latest", "records"), default="latest",
                    help="compacted topics: compare the latest record per key (default) or "
                    "every record")  # fmt: skip
@@ -167,7 +181,16 @@ def options(args: argparse.Namespace) -> Options:
             raise ConfigError(f"--{name.replace('_', '-')} is out of range")
     if args.wait_timeout < 0 or args.connect_timeout <= 0:
         raise ConfigError("--wait-timeout must be >= 0 and --connect-timeout > 0")
+    if args.last is not None and args.last < 1:
+        raise ConfigError(f"--last must be >= 1, not {args.last}")
+    bounds = ranges.Bounds(
+        start=args.start,
+        since_ms=ranges.parse_since(args.since) if args.since else None,
+        last=args.last,
+        to=args.to,
+    )
     return Options(
+        bounds=bounds,
         mode=args.mode,
         sample_fraction=args.sample_fraction,
         isolation=args.isolation_level,

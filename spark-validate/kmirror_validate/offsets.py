@@ -33,7 +33,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from kmirror.config.model import MirrorConfig, TopicSelection
-from kmirror.errors import ClusterError, TopicError
+from kmirror.errors import ClusterError, ConfigError, TopicError
+from kmirror_validate import ranges
 
 log = logging.getLogger(__name__)
 # librdkafka's own log lines (connection refused ...) go through logging, not raw stderr.
@@ -67,6 +68,11 @@ class Snapshot:
     source_read_end: Mapping[TP, int]  # read the source this far (>= end), see module doc
     target: Mapping[TP, tuple[int, int]]  # [low, end) of each existing target partition
     taken_at: float = field(default_factory=time.time)
+    # Bounded ranges (kmirror_validate.ranges): a timestamp filter (ms) per source partition
+    # whose range has no exact target start, notes for the report, progress records found.
+    since: Mapping[TP, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    progress_records: int = 0
 
 
 @dataclass(frozen=True)
@@ -281,20 +287,49 @@ def take_snapshot(
     wait_timeout: float = 0.0,
     poll_interval: float = 2.0,
     on_wait: Callable[[list[str], float], None] | None = None,
+    bounds: ranges.Bounds | None = None,
 ) -> tuple[Snapshot, WaitResult]:
-    """Source snapshot, bounded wait for the target, then target and source read ends."""
+    """Source snapshot (bounded: kmirror_validate.ranges), bounded wait for the target, then
+    target and source read ends."""
     src_tps = source_partitions(plans)
-    src = source.watermarks(src_tps, isolation)
-    started = time.monotonic()
+    raw = source.watermarks(src_tps, isolation)
     same = config.partitioning == "same"
+    if bounds is not None and not same and (bounds.since_ms is not None or bounds.last is not None
+                                            or bounds.to != "end"):  # fmt: skip
+        raise ConfigError("--since, --last and --to copied need --partitioning same (the "
+                          "mirror keeps partitions), so that ranges correspond")  # fmt: skip
+
+    def bound(plans: list[TopicPlan], committed: Mapping[TP, int] | None) -> ranges.Bounded:
+        if bounds is None:
+            return ranges.Bounded()
+        target_of = {(p.source, i): (p.target, i) for p in plans if same
+                     for i in range(min(p.partitions, p.target_partitions or 0))}  # fmt: skip
+        if bounds.to == "copied" and committed is None:
+            committed = source.committed(config.group_id, src_tps)
+        return ranges.plan_bounds(bounds, config.admin_conf("source"),
+                                  config.admin_conf("target"), config.group_id, raw, target_of,
+                                  source.timeout, committed)  # fmt: skip
+
+    started = time.monotonic()
     lagging: list[str] = []
     current = plans
     while True:
-        tgt = target.watermarks(target_partitions(current), isolation)
+        # Bounds are planned again on every look: the mirror's progress moves while we wait.
+        committed = source.committed(config.group_id, src_tps) if wait_timeout > 0 else None
+        bounded = bound(current, committed)
+        src = ranges.merge_high(ranges.merge_low(raw, bounded.source_low), bounded.source_high)
+        tgt = ranges.merge_low(target.watermarks(target_partitions(current), isolation),
+                               bounded.target_low)  # fmt: skip
+        tgt = ranges.merge_high(tgt, bounded.target_high)
+        if bounded.source_high:  # --to copied without exact target ends: as many records
+            tgt = _align_ends(current, src, tgt, bounded.target_high)
         if wait_timeout <= 0:
             break
-        committed = source.committed(config.group_id, src_tps)
-        lagging = caught_up(current, src, tgt, committed, same)
+        lagging = caught_up(current, src, tgt, committed or {}, same)
+        # --to copied: a partition the mirror has not committed anything of yet (a fresh
+        # install) is worth waiting for, while its source has records.
+        lagging += [f"{t}/{p} (nothing copied yet)" for t, p in bounded.uncopied
+                    if raw[(t, p)][1] > raw[(t, p)][0]]  # fmt: skip
         waited = time.monotonic() - started
         if not lagging or waited >= wait_timeout:
             break
@@ -306,10 +341,34 @@ def take_snapshot(
             current = _refresh_targets(current, target)
     waited = time.monotonic() - started
     plans[:] = current
-    read_end = {tp: max(hi, src[tp][1]) for tp, (_, hi) in source.watermarks(src_tps, isolation)
-                .items()}  # fmt: skip
-    snapshot = Snapshot(source=src, source_read_end=read_end, target=tgt)
+    if bounded.source_high:  # the range ends where the mirror has copied to: read no further
+        read_end = {tp: end for tp, (_, end) in src.items()}
+    else:
+        read_end = {tp: max(hi, src[tp][1]) for tp, (_, hi)
+                    in source.watermarks(src_tps, isolation).items()}  # fmt: skip
+    snapshot = Snapshot(source=src, source_read_end=read_end, target=tgt,
+                        since=bounded.since, notes=tuple(bounded.notes),
+                        progress_records=len(bounded.books))  # fmt: skip
     return snapshot, WaitResult(not lagging, round(waited, 3), tuple(lagging))
+
+
+Ranges = Mapping[TP, tuple[int, int]]
+
+
+def _align_ends(
+    plans: list[TopicPlan], src: Ranges, tgt: Ranges, exact: Mapping[TP, int]
+) -> dict[TP, tuple[int, int]]:
+    """Target ranges as long as their source ranges, where no progress record gives the exact
+    end (exact for a mirror without gaps; otherwise the edge shows as missing or extra)."""
+    out = dict(tgt)
+    for p in plans:
+        for i in range(min(p.partitions, p.target_partitions or 0)):
+            t = (p.target, i)
+            if t in out and t not in exact:
+                low, end = out[t]
+                s_low, s_end = src[(p.source, i)]
+                out[t] = (low, min(end, low + (s_end - s_low)))
+    return out
 
 
 def _refresh_targets(plans: list[TopicPlan], target: ClusterClient) -> list[TopicPlan]:

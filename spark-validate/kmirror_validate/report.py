@@ -127,6 +127,7 @@ class Report:
     mode: Mode
     topics: list[TopicResult]
     duplicates: DuplicatePolicy = "fail"
+    range: dict[str, Any] = field(default_factory=dict)  # bounds, see kmirror_validate.ranges
     source: dict[str, Any] = field(default_factory=dict)
     target: dict[str, Any] = field(default_factory=dict)
     isolation_level: str = "read_committed"
@@ -176,6 +177,7 @@ class Report:
             "ok": self.ok,
             "mode": self.mode,
             "duplicates": self.duplicates,
+            "range": self.range,
             "sample_fraction": self.sample_fraction,
             "isolation_level": self.isolation_level,
             "started_at": self.started_at,

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from kmirror.config.model import MirrorConfig, TopicSelection
-from kmirror_validate import compare, offsets, sparkio
+from kmirror_validate import compare, offsets, ranges, sparkio
 from kmirror_validate.compare.kinds import FIELD_NAMES, KINDS, ORDER, PENDING
 from kmirror_validate.offsets import Isolation, Snapshot, TopicPlan, WaitResult
 from kmirror_validate.progress import Progress
@@ -43,6 +43,7 @@ class Options:
     records_per_task: int = 1_000_000
     compacted: Literal["latest", "records"] = "latest"
     duplicates: DuplicatePolicy = "allow"
+    bounds: ranges.Bounds = field(default_factory=ranges.Bounds)
 
 
 @dataclass
@@ -69,9 +70,9 @@ def prepare(
     plans = offsets.resolve_topics(config, source, target, selection)
     snapshot, wait = offsets.take_snapshot(
         config, source, target, plans, options.isolation, options.wait_timeout,
-        on_wait=on_wait,
+        on_wait=on_wait, bounds=options.bounds,
     )  # fmt: skip
-    warnings: list[str] = []
+    warnings: list[str] = list(snapshot.notes)
     for p in plans:
         extra = (p.target_partitions or 0) - p.partitions
         if config.partitioning == "same" and extra > 0:
@@ -137,7 +138,26 @@ def _read(
         from pyspark.sql import functions as F  # noqa: N812
 
         df = df.withColumn("headers", F.lit(None).cast(compare.HEADERS_TYPE))
-    return df
+    return _since(df, prep, {(r.topic, r.partition) for r in ranges})
+
+
+def _since(df: DataFrame, prep: Prepared, read: set[TP]) -> DataFrame:
+    """Keep records with timestamps >= the bound of their partition (ranges without an
+    exact target start, see kmirror_validate.ranges); `read` names the side's partitions."""
+    names = {p.source: p.target for p in prep.plans}
+    bound = {}
+    for (topic, p), ms in prep.snapshot.since.items():
+        for tp in ((topic, p), (names.get(topic, topic), p)):
+            if tp in read:
+                bound[tp] = ms
+    if not bound:
+        return df
+    from pyspark.sql import functions as F  # noqa: N812
+
+    from kmirror_validate.compare.digest import per_partition
+
+    cut = per_partition(bound)
+    return df.filter(cut.isNull() | (F.unix_millis(F.col("timestamp")) >= cut))
 
 
 def _side_rows(
@@ -203,16 +223,15 @@ def run(spark: SparkSession, prep: Prepared, progress: Progress | None = None) -
     if opts.mode == "digest" and prep.config.partitioning == "same":
         progress.phase("reading and fingerprinting")
         outcome = _exact_copies(spark, prep)
+    # Whatever the fast path could not clear (None: it cleared everything).
     rows = _side_rows(spark, prep, only=lambda tp: tp not in outcome.counts)
-    if rows is None:
-        pass
-    elif opts.mode == "count":
+    if rows is not None and opts.mode == "count":
         progress.phase("reading and counting")
         for r in compare.partition_counts(rows).collect():
             outcome.counts[(r["topic"], r["partition"])] = {
                 k: int(r[k]) for k in ("source_count", "source_after_snapshot", "target_count")
             }
-    else:
+    elif rows is not None:
         progress.phase("reading and matching")
         latest = any(_view(p, opts) == "latest" for p in prep.plans)
         outcome.merge(compare.evaluate(
@@ -246,10 +265,8 @@ def _exact_copies(spark: SparkSession, prep: Prepared) -> compare.Outcome:
     src_opts = sparkio.reader_options(prep.config.source, prep.options.isolation)
     tgt_opts = sparkio.reader_options(prep.config.target, prep.options.isolation)
     prints = fast.fingerprints(
-        sparkio.read_kafka(spark, src_opts, src_ranges,
-                           records_per_task=prep.options.records_per_task),
-        sparkio.read_kafka(spark, tgt_opts, tgt_ranges,
-                           records_per_task=prep.options.records_per_task),
+        _read(spark, src_opts, src_ranges, prep, headers=True) if src_ranges else None,
+        _read(spark, tgt_opts, tgt_ranges, prep, headers=True) if tgt_ranges else None,
         windows,
         {p.target: p.source for p in prep.plans},
     )  # fmt: skip
@@ -325,6 +342,13 @@ def _report(prep: Prepared, outcome: compare.Outcome) -> Report:
         source={"bootstrap_servers": cfg.source.bootstrap_servers, "alias": cfg.source.alias},
         target={"bootstrap_servers": cfg.target.bootstrap_servers, "alias": cfg.target.alias},
         isolation_level=opts.isolation,
+        range={
+            "start": opts.bounds.start,
+            "since_ms": opts.bounds.since_ms,
+            "last": opts.bounds.last,
+            "progress_records": snap.progress_records,
+            "timestamp_bounded": len(snap.since),
+        },
         sample_fraction=opts.sample_fraction if opts.mode == "sample" else None,
         started_at=datetime.fromtimestamp(prep.started, UTC).isoformat(timespec="seconds"),
         duration_s=time.time() - prep.started,

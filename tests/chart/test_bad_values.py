@@ -340,9 +340,9 @@ CASES: list[tuple[str, Any, str, list[str]]] = [
     ),
     (
         "hook-deadline-below-wait",
-        [MINIMAL, {"validation": {"waitTimeoutSeconds": 600, "hook": {"enabled": True}}}],
+        [MINIMAL, {"validation": {"hook": {"waitTimeoutSeconds": 600}}}],
         HELPER,
-        ["validation.hook.activeDeadlineSeconds", "above validation.waitTimeoutSeconds (600)"],
+        ["validation.hook.activeDeadlineSeconds", "above validation.hook.waitTimeoutSeconds (600)"],
     ),
     (
         "test-deadline-below-wait",

@@ -33,6 +33,7 @@ def test_minimal_values_render_the_documented_defaults() -> None:
     assert docs.kinds() == [
         "ConfigMap",
         "Deployment",
+        "Job",
         "Pod",
         "PodDisruptionBudget",
         "Service",

@@ -233,7 +233,9 @@ def test_notes_tell_how_to_watch_lag_and_run_helm_test() -> None:
     assert f"port-forward service/{chartlib.FULLNAME} 9404:9404" in notes
     assert "kmirror_mirror_(lag_records|seconds_since_last_commit)" in notes
     assert f"helm test {chartlib.RELEASE} -n {chartlib.NAMESPACE} --logs --timeout 660s" in notes
-    assert "hook Job" not in notes
+    # The hook is on by default: the notes say what it checked and where its result is.
+    assert "the last\n   1000 records per partition that the mirror had copied" in notes
+    assert f"kubectl -n {chartlib.NAMESPACE} logs job/{chartlib.FULLNAME}-validate" in notes
 
 
 def test_notes_variants() -> None:

@@ -27,9 +27,14 @@ def _args(doc: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def test_defaults_render_the_test_pod_but_no_hook() -> None:
+def test_defaults_render_the_test_pod_and_a_bounded_hook() -> None:
     docs = T(MINIMAL)
-    assert not docs.has("Job")
+    # The hook compares the last 1000 records the mirror has copied: a backlog cannot hold
+    # up the install, and an at-least-once mirror's duplicates pass.
+    hook = _args(docs.one("Job", JOB_NAME))
+    assert (hook["--to"], hook["--last"], hook["--wait-timeout"]) == ("copied", "1000", "120")
+    assert (hook["--duplicates"], hook["--from"]) == ("allow", "auto")
+    assert "--to" not in _args(docs.one("Pod"))
     pod = docs.one("Pod")
     assert pod["metadata"]["name"] == f"{chartlib.FULLNAME}-test"
     assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
@@ -89,8 +94,9 @@ def test_hook_settings() -> None:
             MINIMAL,
             {
                 "validation": {
-                    "waitTimeoutSeconds": 100,
                     "hook": {
+                        "waitTimeoutSeconds": 100,
+                        "lastRecords": 50,
                         "enabled": True,
                         "weight": -3,
                         "deletePolicy": "before-hook-creation",
@@ -106,7 +112,7 @@ def test_hook_settings() -> None:
     assert job["metadata"]["annotations"]["helm.sh/hook-delete-policy"] == "before-hook-creation"
     assert job["spec"]["backoffLimit"] == 0
     assert job["spec"]["activeDeadlineSeconds"] == 400
-    assert _args(job)["--wait-timeout"] == "100"
+    assert (_args(job)["--wait-timeout"], _args(job)["--last"]) == ("100", "50")
 
 
 @pytest.mark.parametrize(
@@ -143,18 +149,18 @@ def test_one_invocation_for_job_and_test_pod() -> None:
         ]
     )
     job, pod = docs.one("Job"), docs.one("Pod")
-    assert (
-        container(job)["args"]
-        == container(pod)["args"]
-        == [
-            "--source-bootstrap-servers=src-kafka:9092",
-            "--target-bootstrap-servers=tgt-kafka:9092",
-            "--topics=.*",
-            "--mode=digest",
-            "--wait-timeout=42",
-            "--json-out=/tmp/r.json",
-        ]
-    )
+    common = [
+        "--source-bootstrap-servers=src-kafka:9092",
+        "--target-bootstrap-servers=tgt-kafka:9092",
+        "--topics=.*",
+        "--mode=digest",
+    ]
+    # The same invocation; the hook is bounded to what the mirror has copied.
+    assert container(job)["args"] == [*common, "--wait-timeout=120", "--duplicates=allow",
+                                      "--from=auto", "--to=copied", "--last=1000",
+                                      "--json-out=/tmp/r.json"]  # fmt: skip
+    assert container(pod)["args"] == [*common, "--wait-timeout=42", "--duplicates=allow",
+                                      "--from=auto", "--json-out=/tmp/r.json"]  # fmt: skip
     # The validate image's ENTRYPOINT is kmirror-validate.
     assert "command" not in container(job)
 
@@ -301,3 +307,22 @@ def test_test_pod_settings() -> None:
     )
     assert pod_spec(pod)["activeDeadlineSeconds"] == 120
     assert _args(pod)["--wait-timeout"] == "60"
+
+
+@pytest.mark.parametrize(
+    ("values", "duplicates"),
+    [
+        ({}, "allow"),  # an at-least-once mirror (the default mode)
+        ({"validation": {"duplicates": "fail"}}, "fail"),  # an exactly-once mirror
+    ],
+)
+def test_duplicate_policy(values: dict[str, Any], duplicates: str) -> None:
+    docs = T([MINIMAL, values])
+    assert _args(docs.one("Job"))["--duplicates"] == duplicates
+    assert _args(docs.one("Pod"))["--duplicates"] == duplicates
+
+
+def test_test_pod_range_values() -> None:
+    args = _args(T([MINIMAL, {"validation": {"range": {"from": "mirror", "since": "2h",
+                                                       "last": 500}}}]).one("Pod"))  # fmt: skip
+    assert (args["--from"], args["--since"], args["--last"]) == ("mirror", "2h", "500")

@@ -300,3 +300,38 @@ def test_sample_mode_and_compacted_records_view(spark: SparkSession, world: Worl
     assert compact.view == "records"
     assert (compact.partitions[0].source_count, compact.partitions[0].count_missing) == (6, 3)
     assert not compact.ok
+
+
+def test_a_standalone_cluster_gives_the_same_report(
+    digest_report: Report, world: World, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The damage test on a Spark standalone cluster (master and two workers from pyspark's
+    own classes), through the command line: the report is the local one."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.spark.standalone import EXECUTOR_MEMORY, standalone_cluster
+
+    work = tmp_path_factory.mktemp("standalone")
+    with standalone_cluster(work) as master:
+        out = work / "report.json"
+        r = subprocess.run(
+            [sys.executable, "-m", "kmirror_validate",
+             "--source-bootstrap-servers", world.clusters.source_bootstrap,
+             "--target-bootstrap-servers", world.clusters.target_bootstrap,
+             "--topics", ",".join(sorted(world.names.values())),
+             "--group-id", config_for(world.clusters).group_id,
+             "--master", master, "--no-progress", "--json-out", str(out),
+             "--spark-conf", f"spark.executor.memory={EXECUTOR_MEMORY}",
+             "--spark-conf", "spark.driver.host=127.0.0.1",
+             "--spark-conf", "spark.driver.bindAddress=127.0.0.1",
+             "--spark-conf", f"spark.pyspark.python={sys.executable}",
+             "--spark-conf", "spark.sql.shuffle.partitions=2"],
+            capture_output=True, text=True, timeout=900, check=False,
+        )  # fmt: skip
+    assert r.returncode == 1, r.stderr[-3000:]  # the damage is a mismatch
+    cluster = json.loads(out.read_text())
+    local = digest_report.to_json()
+    assert cluster["topics"] == local["topics"]
+    assert cluster["totals"] == local["totals"]

@@ -430,13 +430,30 @@ THE kmirror-validate invocation (ENTRYPOINT of the validate image), shared by th
 the `helm test` pod. Security settings reach it through the same environment as the mirror.
 */}}
 {{- define "kmirror.validation.args" -}}
-{{- $cl := include "kmirror.clusters" . | fromYaml -}}
+{{- $ := .ctx -}}
+{{- $v := $.Values.validation -}}
+{{- $cl := include "kmirror.clusters" $ | fromYaml -}}
 - --source-bootstrap-servers={{ $cl.source.bootstrapServers }}
 - --target-bootstrap-servers={{ $cl.target.bootstrapServers }}
-- --topics={{ include "kmirror.validation.topics" . }}
-- --mode={{ .Values.validation.mode }}
-- --wait-timeout={{ .Values.validation.waitTimeoutSeconds | int64 }}
-{{- range .Values.validation.extraArgs }}
+- --topics={{ include "kmirror.validation.topics" $ }}
+- --mode={{ $v.mode }}
+- --wait-timeout={{ (ternary $v.hook.waitTimeoutSeconds $v.waitTimeoutSeconds (eq .hook true)) | int64 }}
+{{- /* An at-least-once mirror leaves duplicates after a restart by design; exactly-once none. */}}
+- --duplicates={{ $v.duplicates | default (ternary "fail" "allow" ($.Values.exactlyOnce | default false)) }}
+- --from={{ $v.range.from }}
+{{- if .hook }}
+{{- /* Bounded so a backlog cannot hold up the install: the last N records the mirror has copied. */}}
+- --to=copied
+- --last={{ $v.hook.lastRecords | int64 }}
+{{- else }}
+{{- with $v.range.since }}
+- --since={{ . }}
+{{- end }}
+{{- with $v.range.last }}
+- --last={{ . | int64 }}
+{{- end }}
+{{- end }}
+{{- range $v.extraArgs }}
 - {{ . }}
 {{- end }}
 {{- end -}}
@@ -450,7 +467,7 @@ true
 
 {{/*
 Pod spec of a validation pod (hook Job template and test pod).
-Usage: include "kmirror.validation.podSpec" (dict "ctx" $ "activeDeadlineSeconds" N)
+Usage: include "kmirror.validation.podSpec" (dict "ctx" $ "activeDeadlineSeconds" N ["hook" true])
 */}}
 {{- define "kmirror.validation.podSpec" -}}
 {{- $ := .ctx -}}
@@ -489,7 +506,7 @@ containers:
     image: {{ include "kmirror.validation.image" $ | quote }}
     imagePullPolicy: {{ $v.validation.image.pullPolicy }}
     args:
-      {{- include "kmirror.validation.args" $ | nindent 6 }}
+      {{- include "kmirror.validation.args" (dict "ctx" $ "hook" .hook) | nindent 6 }}
     envFrom:
       - configMapRef:
           name: {{ include "kmirror.fullname" $ }}

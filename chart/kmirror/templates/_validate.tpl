@@ -213,10 +213,11 @@ kmirror: service.enabled
 {{- define "kmirror.validateValues.validation" -}}
 {{- $val := .Values.validation -}}
 {{- $wait := int64 $val.waitTimeoutSeconds -}}
-{{- if and $val.hook.enabled (le (int64 $val.hook.activeDeadlineSeconds) $wait) }}
+{{- $hookWait := int64 $val.hook.waitTimeoutSeconds -}}
+{{- if and $val.hook.enabled (le (int64 $val.hook.activeDeadlineSeconds) $hookWait) }}
 kmirror: validation.hook.activeDeadlineSeconds
     The hook Job would be killed before it finishes waiting: set
-    validation.hook.activeDeadlineSeconds above validation.waitTimeoutSeconds ({{ $wait }}) plus
+    validation.hook.activeDeadlineSeconds above validation.hook.waitTimeoutSeconds ({{ $hookWait }}) plus
     Spark's start-up time (a few minutes more is safe).
 {{- end }}
 {{- if and $val.test.enabled (le (int64 $val.test.activeDeadlineSeconds) $wait) }}

@@ -12,14 +12,14 @@ from pyspark import cloudpickle
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 (the PySpark idiom)
 
+from kmirror_validate.compare import kinds, pairing
 from kmirror_validate.compare import order as order_mod
-from kmirror_validate.compare import pairing
 from kmirror_validate.compare.kinds import DIFFERS, DUPLICATE, EXTRA, MISSING, PENDING, TP
 
 
 def _ship() -> None:
     """By value: executors need not have this package installed (any Spark cluster works)."""
-    for module in (sys.modules[__name__], pairing, order_mod):
+    for module in (sys.modules[__name__], pairing, order_mod, kinds):
         cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
 
 
