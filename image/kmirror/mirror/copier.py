@@ -13,22 +13,20 @@ also moves to the consumer's position: that covers what was never copied (transa
 aborted records) and, with --partitioning hash (a source partition's records land in many target
 partitions, there is no source->target run to keep), everything.
 
-`Copier` is the shape the stream's loop drives; the batch copier (kmirror.mirror.batch) has the
-same shape, so a stream runs either engine.
+It has the `Copier` shape (kmirror.mirror.engine) the stream's loop drives; the batch copier
+has the same shape, so a stream runs either engine.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from confluent_kafka import (
     TIMESTAMP_NOT_AVAILABLE,
-    Consumer,
     KafkaError,
     KafkaException,
     Message,
@@ -36,47 +34,15 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from kmirror.config.model import MirrorConfig
 from kmirror.errors import SendError, TopicError
-from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror import latch as rules
 from kmirror.mirror.connect import await_metadata
-from kmirror.mirror.latch import FailureLatch
-from kmirror.mirror.progress import PartitionBook, ProgressBook
+from kmirror.mirror.engine import CopierContext, Key
+from kmirror.mirror.progress import PartitionBook
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, int]
-CONSUME_BATCH = 5000
-CONSUME_TIMEOUT_S = 0.2
 LATENCY_SAMPLE_MASK = 0xF  # observe one acknowledged record in 16
-
-
-class Copier(Protocol):
-    """What a stream's loop needs from an engine. Acknowledged copies are reported into the
-    stream's progress book; failures into its latch."""
-
-    def connect(self, deadline: float) -> None:
-        """The target answers (start-up), or ClusterError by `deadline` (time.monotonic())."""
-
-    def assign(self, starts: Mapping[Key, int]) -> None:
-        """Copy these source partitions from these offsets (OFFSET_BEGINNING allowed)."""
-
-    def revoke(self, keys: Iterable[Key]) -> None:
-        """Stop copying these partitions (after a flush, or because they were lost)."""
-
-    def step(self) -> None:
-        """One round: take what the source has (waiting briefly when nothing), hand it to the
-        target, serve acknowledgements."""
-
-    def flush(self, timeout: float) -> int:
-        """Wait for every acknowledgement; return how many copies are still outstanding."""
-
-    def rewind(self, positions: Mapping[Key, int]) -> None:
-        """Copy again from these source offsets (after failed sends)."""
-
-    def close(self, timeout: float) -> None:
-        """Release the target side, waiting at most `timeout` for outstanding copies."""
 
 
 class _InFlight:
@@ -97,33 +63,19 @@ class _InFlight:
 
 
 class RecordCopier:
-    def __init__(
-        self,
-        config: MirrorConfig,
-        consumer: Consumer,
-        metrics: WorkerMetrics,
-        latch: FailureLatch,
-        book: ProgressBook,
-        stop: threading.Event,
-        targets: Mapping[str, str],
-        *,
-        error_cb: Callable[[KafkaError], None],
-        check: Callable[[], None],
-        client_errors: list[KafkaError],
-        consume_batch: int = CONSUME_BATCH,
-        consume_timeout_s: float = CONSUME_TIMEOUT_S,
-    ) -> None:
+    def __init__(self, ctx: CopierContext) -> None:
+        config = ctx.config
         self._config = config
-        self._consumer = consumer
-        self._metrics = metrics
-        self._latch = latch
-        self._book = book
-        self._stop = stop
-        self._targets = targets  # the subscription's live map: source topic -> target topic
-        self._client_errors = client_errors
-        self._check = check  # the stream acts on what the latch recorded (may raise, rewind)
-        self._batch = consume_batch
-        self._timeout = consume_timeout_s
+        self._consumer = ctx.consumer
+        self._metrics = ctx.metrics
+        self._latch = ctx.latch
+        self._book = ctx.book
+        self._stop = ctx.stop
+        self._targets = ctx.targets  # the subscription's live map: source topic -> target topic
+        self._client_errors = ctx.client_errors
+        self._check = ctx.check  # the stream acts on what the latch recorded (may raise, rewind)
+        self._batch = ctx.consume_batch
+        self._timeout = ctx.consume_timeout_s
         self._same = config.partitioning == "same"
         self._acked = 0
         # --partitioning same: per target partition, what is in flight (see the module doc).
@@ -132,7 +84,7 @@ class RecordCopier:
         pconf: dict[str, Any] = {
             **config.producer_conf(),
             "on_delivery": self._on_delivery,
-            "error_cb": error_cb,
+            "error_cb": ctx.error_cb,
             "logger": logging.getLogger("kmirror.librdkafka"),
         }
         pconf.pop("statistics.interval.ms", None)
