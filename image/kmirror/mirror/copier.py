@@ -51,13 +51,13 @@ class _InFlight:
 
     __slots__ = ("book", "n", "runs", "s", "t")
 
-    def __init__(self, book: PartitionBook | None) -> None:
-        self.book = book  # None: a partition the book does not know (never acknowledged)
+    def __init__(self, book: PartitionBook) -> None:
+        self.book = book
         self.runs: deque[list[int]] = deque()  # [first source offset, count]
         self.s = self.t = self.n = 0
 
     def settle(self) -> None:
-        if self.n and self.book is not None:
+        if self.n:
             self.book.acknowledge(self.s, self.t, self.n, self.s + self.n)
         self.n = 0
 
@@ -81,6 +81,10 @@ class RecordCopier:
         # --partitioning same: per target partition, what is in flight (see the module doc).
         self._flight: dict[str, dict[int, _InFlight]] = {}
         self._rewinds = 0
+        self._flush_timeout = int(config.producer_conf().get("message.timeout.ms", "60000")) / 1e3
+        # Inside consume(): the group's callbacks run there, and the consumer's position may
+        # already cover records of the batch that consume() has not handed to us yet.
+        self._consuming = False
         pconf: dict[str, Any] = {
             **config.producer_conf(),
             "on_delivery": self._on_delivery,
@@ -106,10 +110,15 @@ class RecordCopier:
         """The consumer's assignment already starts at these offsets."""
 
     def revoke(self, keys: Iterable[Key]) -> None:
+        busy = False
         for topic, partition in keys:
             per = self._flight.get(self._target(topic))
-            if per is not None:
-                per.pop(partition, None)
+            flight = per.pop(partition, None) if per is not None else None
+            busy = busy or bool(flight is not None and flight.runs)
+        if busy:
+            # Lost partitions (no commit before): their reports must arrive before a new
+            # owner's flight of the same partition could pair with them.
+            self.producer.flush(self._flush_timeout)
 
     def step(self) -> None:
         msgs = self._next_batch()
@@ -129,7 +138,7 @@ class RecordCopier:
             for flight in per.values():
                 flight.settle()
         parts = self._book.items()
-        if not parts:
+        if not parts or self._consuming:
             return
         asked = [TopicPartition(t, p) for (t, p), _ in parts]
         for tp, (_, book) in zip(self._consumer.position(asked), parts, strict=True):
@@ -156,8 +165,12 @@ class RecordCopier:
         """What is buffered, up to a full batch; when nothing is, wait for one record only.
         consume() returns early only once the whole batch is there, so asking for a batch
         with a timeout would hold a trickle of records back for up to the timeout."""
-        msgs = self._consumer.consume(self._batch, 0)
-        return msgs or self._consumer.consume(1, self._timeout)
+        self._consuming = True
+        try:
+            msgs = self._consumer.consume(self._batch, 0)
+            return msgs or self._consumer.consume(1, self._timeout)
+        finally:
+            self._consuming = False
 
     def _copy(self, msgs: list[Message]) -> None:
         producer = self.producer
@@ -184,8 +197,20 @@ class RecordCopier:
             }
             partition: int = m.partition()  # type: ignore[assignment]
             offset: int = m.offset()  # type: ignore[assignment]
+            flight: _InFlight | None = None
             if same:
                 kwargs["partition"] = partition
+                per = flights.get(dst)
+                if per is None:
+                    per = flights[dst] = {}
+                flight = per.get(partition)
+                if flight is None:
+                    book = self._book.get(topic, partition)
+                    if book is None:
+                        # Revoked while consume() gathered this batch: the new owner copies
+                        # it from the last commit.
+                        continue
+                    flight = per[partition] = _InFlight(book)
             while True:
                 try:
                     produce(dst, **kwargs)
@@ -208,13 +233,7 @@ class RecordCopier:
                 # last commit. Sending it now would acknowledge records past the failed ones.
                 break
             # Recorded once produce() took the record: its report will come, in this order.
-            if same:
-                per = flights.get(dst)
-                if per is None:
-                    per = flights[dst] = {}
-                flight = per.get(partition)
-                if flight is None:
-                    flight = per[partition] = _InFlight(self._book.get(topic, partition))
+            if flight is not None:
                 runs = flight.runs
                 if runs and runs[-1][0] + runs[-1][1] == offset:
                     runs[-1][1] += 1

@@ -274,3 +274,16 @@ def test_the_engine_is_a_constructor_choice() -> None:
         assert ctx.book is s._book and ctx.latch is s._latch and ctx.consume_batch == 7
     finally:
         consumer.close()
+
+
+def test_leaderless_new_target_topics_do_not_stop_the_first_refresh() -> None:
+    subs, consumer, _ = subscription(Offline(times=1), started=False)
+    topic = type("T", (), {"partitions": {0: None}, "error": None})()
+    consumer.list_topics = lambda timeout: type("Md", (), {"topics": {"t": topic}})()  # type: ignore[attr-defined]
+    subscribed: list[object] = []
+    consumer.subscribe = lambda topics, **kw: subscribed.append(topics)  # type: ignore[attr-defined]
+    subs.refresh()  # the target's new partitions have no leader yet: no exception, no exit 3
+    assert subscribed == [] and not subs.started
+    subs._next_refresh = 0
+    subs.refresh()
+    assert subscribed == [["t"]] and subs.started
