@@ -371,6 +371,12 @@ def test_entrypoint_writes_logs_masked_and_runs_the_mirror(
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
+    # The entrypoint copies the .env file into os.environ: let monkeypatch take those keys back
+    # afterwards, or every later test of the session (and the mirrors it starts) inherits
+    # KMIRROR_PARTITIONING=hash.
+    for key in ("KMIRROR_PARTITIONING", "SOURCE_CLUSTER_CONSUMER_GROUP"):
+        monkeypatch.setenv(key, "")
+        monkeypatch.delenv(key)
     seen: list[list[str]] = []
 
     def fake_main(argv: list[str]) -> int:

@@ -13,22 +13,20 @@ also moves to the consumer's position: that covers what was never copied (transa
 aborted records) and, with --partitioning hash (a source partition's records land in many target
 partitions, there is no source->target run to keep), everything.
 
-`Copier` is the shape the stream's loop drives; the batch copier (kmirror.mirror.batch) has the
-same shape, so a stream runs either engine.
+It has the `Copier` shape (kmirror.mirror.engine) the stream's loop drives; the batch copier
+has the same shape, so a stream runs either engine.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from confluent_kafka import (
     TIMESTAMP_NOT_AVAILABLE,
-    Consumer,
     KafkaError,
     KafkaException,
     Message,
@@ -36,48 +34,16 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from kmirror.config.model import MirrorConfig
 from kmirror.dr.provenance import stamp
 from kmirror.errors import SendError, TopicError
-from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror import latch as rules
 from kmirror.mirror.connect import await_metadata
-from kmirror.mirror.latch import FailureLatch
-from kmirror.mirror.progress import PartitionBook, ProgressBook
+from kmirror.mirror.engine import CopierContext, Key
+from kmirror.mirror.progress import PartitionBook
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, int]
-CONSUME_BATCH = 5000
-CONSUME_TIMEOUT_S = 0.2
 LATENCY_SAMPLE_MASK = 0xF  # observe one acknowledged record in 16
-
-
-class Copier(Protocol):
-    """What a stream's loop needs from an engine. Acknowledged copies are reported into the
-    stream's progress book; failures into its latch."""
-
-    def connect(self, deadline: float) -> None:
-        """The target answers (start-up), or ClusterError by `deadline` (time.monotonic())."""
-
-    def assign(self, starts: Mapping[Key, int]) -> None:
-        """Copy these source partitions from these offsets (OFFSET_BEGINNING allowed)."""
-
-    def revoke(self, keys: Iterable[Key]) -> None:
-        """Stop copying these partitions (after a flush, or because they were lost)."""
-
-    def step(self) -> None:
-        """One round: take what the source has (waiting briefly when nothing), hand it to the
-        target, serve acknowledgements."""
-
-    def flush(self, timeout: float) -> int:
-        """Wait for every acknowledgement; return how many copies are still outstanding."""
-
-    def rewind(self, positions: Mapping[Key, int]) -> None:
-        """Copy again from these source offsets (after failed sends)."""
-
-    def close(self, timeout: float) -> None:
-        """Release the target side, waiting at most `timeout` for outstanding copies."""
 
 
 class _InFlight:
@@ -86,45 +52,31 @@ class _InFlight:
 
     __slots__ = ("book", "n", "runs", "s", "t")
 
-    def __init__(self, book: PartitionBook | None) -> None:
-        self.book = book  # None: a partition the book does not know (never acknowledged)
+    def __init__(self, book: PartitionBook) -> None:
+        self.book = book
         self.runs: deque[list[int]] = deque()  # [first source offset, count]
         self.s = self.t = self.n = 0
 
     def settle(self) -> None:
-        if self.n and self.book is not None:
+        if self.n:
             self.book.acknowledge(self.s, self.t, self.n, self.s + self.n)
         self.n = 0
 
 
 class RecordCopier:
-    def __init__(
-        self,
-        config: MirrorConfig,
-        consumer: Consumer,
-        metrics: WorkerMetrics,
-        latch: FailureLatch,
-        book: ProgressBook,
-        stop: threading.Event,
-        targets: Mapping[str, str],
-        *,
-        error_cb: Callable[[KafkaError], None],
-        check: Callable[[], None],
-        client_errors: list[KafkaError],
-        consume_batch: int = CONSUME_BATCH,
-        consume_timeout_s: float = CONSUME_TIMEOUT_S,
-    ) -> None:
+    def __init__(self, ctx: CopierContext) -> None:
+        config = ctx.config
         self._config = config
-        self._consumer = consumer
-        self._metrics = metrics
-        self._latch = latch
-        self._book = book
-        self._stop = stop
-        self._targets = targets  # the subscription's live map: source topic -> target topic
-        self._client_errors = client_errors
-        self._check = check  # the stream acts on what the latch recorded (may raise, rewind)
-        self._batch = consume_batch
-        self._timeout = consume_timeout_s
+        self._consumer = ctx.consumer
+        self._metrics = ctx.metrics
+        self._latch = ctx.latch
+        self._book = ctx.book
+        self._stop = ctx.stop
+        self._targets = ctx.targets  # the subscription's live map: source topic -> target topic
+        self._client_errors = ctx.client_errors
+        self._check = ctx.check  # the stream acts on what the latch recorded (may raise, rewind)
+        self._batch = ctx.consume_batch
+        self._timeout = ctx.consume_timeout_s
         self._same = config.partitioning == "same"
         rename = config.rename
         self._origin = (
@@ -136,10 +88,14 @@ class RecordCopier:
         # --partitioning same: per target partition, what is in flight (see the module doc).
         self._flight: dict[str, dict[int, _InFlight]] = {}
         self._rewinds = 0
+        self._flush_timeout = int(config.producer_conf().get("message.timeout.ms", "60000")) / 1e3
+        # Inside consume(): the group's callbacks run there, and the consumer's position may
+        # already cover records of the batch that consume() has not handed to us yet.
+        self._consuming = False
         pconf: dict[str, Any] = {
             **config.producer_conf(),
             "on_delivery": self._on_delivery,
-            "error_cb": error_cb,
+            "error_cb": ctx.error_cb,
             "logger": logging.getLogger("kmirror.librdkafka"),
         }
         pconf.pop("statistics.interval.ms", None)
@@ -161,10 +117,15 @@ class RecordCopier:
         """The consumer's assignment already starts at these offsets."""
 
     def revoke(self, keys: Iterable[Key]) -> None:
+        busy = False
         for topic, partition in keys:
             per = self._flight.get(self._target(topic))
-            if per is not None:
-                per.pop(partition, None)
+            flight = per.pop(partition, None) if per is not None else None
+            busy = busy or bool(flight is not None and flight.runs)
+        if busy:
+            # Lost partitions (no commit before): their reports must arrive before a new
+            # owner's flight of the same partition could pair with them.
+            self.producer.flush(self._flush_timeout)
 
     def step(self) -> None:
         msgs = self._next_batch()
@@ -184,7 +145,7 @@ class RecordCopier:
             for flight in per.values():
                 flight.settle()
         parts = self._book.items()
-        if not parts:
+        if not parts or self._consuming:
             return
         asked = [TopicPartition(t, p) for (t, p), _ in parts]
         for tp, (_, book) in zip(self._consumer.position(asked), parts, strict=True):
@@ -211,8 +172,12 @@ class RecordCopier:
         """What is buffered, up to a full batch; when nothing is, wait for one record only.
         consume() returns early only once the whole batch is there, so asking for a batch
         with a timeout would hold a trickle of records back for up to the timeout."""
-        msgs = self._consumer.consume(self._batch, 0)
-        return msgs or self._consumer.consume(1, self._timeout)
+        self._consuming = True
+        try:
+            msgs = self._consumer.consume(self._batch, 0)
+            return msgs or self._consumer.consume(1, self._timeout)
+        finally:
+            self._consuming = False
 
     def _copy(self, msgs: list[Message]) -> None:
         producer = self.producer
@@ -245,8 +210,20 @@ class RecordCopier:
             }
             partition: int = m.partition()  # type: ignore[assignment]
             offset: int = m.offset()  # type: ignore[assignment]
+            flight: _InFlight | None = None
             if same:
                 kwargs["partition"] = partition
+                per = flights.get(dst)
+                if per is None:
+                    per = flights[dst] = {}
+                flight = per.get(partition)
+                if flight is None:
+                    book = self._book.get(topic, partition)
+                    if book is None:
+                        # Revoked while consume() gathered this batch: the new owner copies
+                        # it from the last commit.
+                        continue
+                    flight = per[partition] = _InFlight(book)
             while True:
                 try:
                     produce(dst, **kwargs)
@@ -269,13 +246,7 @@ class RecordCopier:
                 # last commit. Sending it now would acknowledge records past the failed ones.
                 break
             # Recorded once produce() took the record: its report will come, in this order.
-            if same:
-                per = flights.get(dst)
-                if per is None:
-                    per = flights[dst] = {}
-                flight = per.get(partition)
-                if flight is None:
-                    flight = per[partition] = _InFlight(self._book.get(topic, partition))
+            if flight is not None:
                 runs = flight.runs
                 if runs and runs[-1][0] + runs[-1][1] == offset:
                     runs[-1][1] += 1

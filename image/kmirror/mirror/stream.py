@@ -20,7 +20,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
@@ -29,8 +28,10 @@ from kmirror.config.model import MirrorConfig
 from kmirror.errors import CommitError
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror import latch as rules
+from kmirror.mirror.bounded import run_bounded
 from kmirror.mirror.connect import CONNECT_TIMEOUT_S, await_metadata
-from kmirror.mirror.copier import CONSUME_BATCH, CONSUME_TIMEOUT_S, Copier, RecordCopier
+from kmirror.mirror.copier import RecordCopier
+from kmirror.mirror.engine import DEFAULT_TUNING, Copier, CopierContext, CopierFactory, Tuning
 from kmirror.mirror.latch import FailureLatch
 from kmirror.mirror.progress import ProgressBook
 from kmirror.mirror.progress_store import ProgressStore
@@ -43,22 +44,6 @@ MAX_RETRY_BACKOFF_S = 30.0
 RETRY_ONLINE_S = 5.0
 
 
-@dataclass(frozen=True)
-class Tuning:
-    """Engine knobs that are not user settings (benchmarks vary them)."""
-
-    consume_batch: int = CONSUME_BATCH
-    consume_timeout_s: float = CONSUME_TIMEOUT_S
-    # First wait before re-sending after failed sends (doubles up to MAX_RETRY_BACKOFF_S).
-    retry_backoff_s: float = 1.0
-    # A stop (flush, final commit, leaving the group) gives up after this long, also when both
-    # clusters are gone; below the supervisor's 30 s, and it also bounds an orphaned stream.
-    shutdown_timeout_s: float = 20.0
-
-
-DEFAULT_TUNING = Tuning()
-
-
 class Stream:
     def __init__(
         self,
@@ -68,6 +53,7 @@ class Stream:
         stream_id: int = 0,
         on_tick: Callable[[StreamState], None] | None = None,
         tuning: Tuning = DEFAULT_TUNING,
+        engine: CopierFactory = RecordCopier,
     ) -> None:
         self._config = config
         self._metrics = metrics
@@ -75,6 +61,7 @@ class Stream:
         self._id = stream_id
         self._on_tick = on_tick
         self._tuning = tuning
+        self._engine = engine
         self.state = StreamState()
         self._latch = FailureLatch(config.abort_on_send_failure)
         self._book = ProgressBook()
@@ -113,19 +100,21 @@ class Stream:
                 self.state,
                 self._id,
             )
-            self._copier = RecordCopier(
-                self._config,
-                self._consumer,
-                self._metrics,
-                self._latch,
-                self._book,
-                self._stop,
-                self._subs.targets,
-                error_cb=self._on_client_error,
-                check=self._check,
-                client_errors=self._client_errors,
-                consume_batch=self._tuning.consume_batch,
-                consume_timeout_s=self._tuning.consume_timeout_s,
+            self._copier = self._engine(
+                CopierContext(
+                    self._config,
+                    self._consumer,
+                    self._metrics,
+                    self._latch,
+                    self._book,
+                    self._stop,
+                    self._subs.targets,
+                    error_cb=self._on_client_error,
+                    check=self._check,
+                    client_errors=self._client_errors,
+                    consume_batch=self._tuning.consume_batch,
+                    consume_timeout_s=self._tuning.consume_timeout_s,
+                )
             )
         return self._consumer, self._subs, self._copier
 
@@ -302,21 +291,12 @@ class Stream:
         if self._consumer is None:
             return
         budget = self._tuning.shutdown_timeout_s
-        outcome: list[bool | BaseException] = []
-
-        def finish() -> None:
-            try:
-                outcome.append(self._finish(clean, budget * 0.75))
-            except BaseException as exc:  # handed to the caller's thread
-                outcome.append(exc)
-
-        # A thread, because librdkafka's close() and commit() have no timeout and wait for
-        # brokers that may never answer. It holds the clients, so they are not destroyed
-        # (which would block too) when the process exits without it.
-        worker = threading.Thread(target=finish, name="kmirror-shutdown", daemon=True)
-        worker.start()
-        worker.join(budget)
-        if worker.is_alive():
+        try:
+            # librdkafka's close() and commit() have no timeout and wait for brokers that may
+            # never answer: bounded, in a thread that keeps the clients from being destroyed
+            # (which would block too) when the process exits without it.
+            committed = run_bounded(lambda: self._finish(clean, budget * 0.75), budget)
+        except TimeoutError:
             message = (
                 f"the stream did not stop within {budget:.0f}s (a cluster unreachable?): the "
                 "final commit was not made; records since the last commit will be copied again "
@@ -325,17 +305,14 @@ class Stream:
             if not clean:
                 log.error("%s", message)  # the error that stopped the loop is the one to report
                 return
-            raise CommitError(message)
-        result = outcome[0]
-        if isinstance(result, BaseException):
-            raise result
+            raise CommitError(message) from None
         if clean and self._stopped_retrying:
             raise CommitError(
                 "stopped while re-sending records the target had refused: they are not all "
                 "on the target and the final commit covers only what was acknowledged; the "
                 "next start copies the rest again"
             )
-        if clean and not result:
+        if clean and not committed:
             raise CommitError(
                 "stopped, but the final commit could not be made (see the warnings above): "
                 "records since the last commit will be copied again at the next start"

@@ -121,6 +121,12 @@ class Subscription:
     def refresh(self) -> None:
         try:
             self._refresh()
+        except PartitionsOfflineError as exc:
+            # The target answered; its new partitions have no leader yet (a starved or
+            # restarting target). Not a reason to stop, also not at start-up: retry.
+            self._metrics.target_waits.inc()
+            log.warning("target not ready stream=%d, retrying: %s", self._id, exc)
+            self._next_refresh = time.monotonic() + self._config.refresh_topics_interval_s
         except ClusterError as exc:
             if not self.started:
                 raise  # start-up: a cluster we cannot reach is an error (exit 3)

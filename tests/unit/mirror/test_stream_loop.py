@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 from kmirror.config.model import ClusterConfig, MirrorConfig
 from kmirror.errors import ClusterError, CommitError
 from kmirror.metrics.worker import WorkerMetrics
+from kmirror.mirror.engine import CopierContext
 from kmirror.mirror.latch import FailureLatch
 from kmirror.mirror.stream import Stream, Tuning
 from kmirror.mirror.subscription import Start, StreamState, Subscription
@@ -249,3 +250,40 @@ def test_leaderless_target_partitions_at_start_up_are_an_error() -> None:
     subs, consumer, latch = subscription(Offline(times=1), started=False)
     subs._on_assign(consumer, [TopicPartition("t", 0)])  # type: ignore[arg-type]
     assert isinstance(latch.fatal, ClusterError)
+
+
+def test_the_engine_is_a_constructor_choice() -> None:
+    made: list[object] = []
+
+    def engine(ctx: CopierContext) -> FakeCopier:
+        made.append(ctx)
+        return FakeCopier(ctx.latch)
+
+    s = Stream(
+        config(),
+        WorkerMetrics(CollectorRegistry()),
+        threading.Event(),
+        tuning=Tuning(consume_batch=7),
+        engine=engine,  # type: ignore[arg-type]
+    )
+    consumer, _, copier = s._build()
+    try:
+        assert isinstance(copier, FakeCopier)
+        ctx = made[0]
+        assert isinstance(ctx, CopierContext)
+        assert ctx.book is s._book and ctx.latch is s._latch and ctx.consume_batch == 7
+    finally:
+        consumer.close()
+
+
+def test_leaderless_new_target_topics_do_not_stop_the_first_refresh() -> None:
+    subs, consumer, _ = subscription(Offline(times=1), started=False)
+    topic = type("T", (), {"partitions": {0: None}, "error": None})()
+    consumer.list_topics = lambda timeout: type("Md", (), {"topics": {"t": topic}})()  # type: ignore[attr-defined]
+    subscribed: list[object] = []
+    consumer.subscribe = lambda topics, **kw: subscribed.append(topics)  # type: ignore[attr-defined]
+    subs.refresh()  # the target's new partitions have no leader yet: no exception, no exit 3
+    assert subscribed == [] and not subs.started
+    subs._next_refresh = 0
+    subs.refresh()
+    assert subscribed == [["t"]] and subs.started
