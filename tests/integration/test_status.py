@@ -51,8 +51,9 @@ def test_status_table_and_json(
             0,
         )
         assert row["copied"] == kept
-    # Reading only: nothing (no progress topic either) appeared on the target.
-    assert list_topics(dst) == before
+    # Reading only: no topic of this mirror (no progress topic either) appeared on the target.
+    # (Other work shares the clusters: only names of this test's topic and group count.)
+    assert not {t for t in list_topics(dst) - before if topic in t or group in t}
 
     # New source records while the mirror is down: lag counts them.
     produce(src, topic, [{"value": b"n%d" % i, "partition": 0} for i in range(5)])
