@@ -46,12 +46,6 @@ class Row:
     lag: int
 
 
-def progress_topic(config: MirrorConfig) -> str:
-    # MirrorConfig.progress_topic is being added with the progress book; same name until then.
-    name = getattr(config, "progress_topic", None)
-    return str(name) if name else f"kmirror-progress.{config.group_id}.internal"
-
-
 def _offsets(admin: AdminClient, tps: list[Key], spec: Any, side: str) -> dict[Key, int]:
     if not tps:
         return {}
@@ -85,7 +79,7 @@ def _committed(config: MirrorConfig, tps: list[Key]) -> dict[Key, int]:
 def read_progress(config: MirrorConfig, admin: AdminClient, timeout: float) -> dict[Key, int]:
     """Acknowledged source position per partition from the progress topic (latest record per
     key wins; a tombstone forgets the partition). Empty when there is no progress topic."""
-    topic = progress_topic(config)
+    topic = config.progress_topic
     # All topics, not list_topics(topic): a request naming the topic would auto-create it on a
     # broker with auto.create.topics.enable=true, and status writes nothing.
     md = admin.list_topics(timeout=timeout)
@@ -198,7 +192,7 @@ def status(args: argparse.Namespace) -> int:
     if args.json:
         doc = {
             "group": config.group_id,
-            "progress_topic": progress_topic(config),
+            "progress_topic": config.progress_topic,
             "partitions": [asdict(r) for r in rows],
             "lag": sum(r.lag for r in rows),
         }
