@@ -56,6 +56,10 @@ def test_unreachable_cluster_exits_2_in_bounded_time() -> None:
           "--sample-fraction", "0"], "--sample-fraction"),
         (["--source-bootstrap-servers", "h:1", "--target-bootstrap-servers", "h:2",
           "--spark-conf", "novalue"], "KEY=VALUE"),
+        (["--source-bootstrap-servers", "h:1", "--target-bootstrap-servers", "h:2",
+          "--since", "yesterday"], "--since 'yesterday': give an ISO 8601 time"),
+        (["--source-bootstrap-servers", "h:1", "--target-bootstrap-servers", "h:2",
+          "--last", "0"], "--last must be >= 1"),
     ],
 )  # fmt: skip
 def test_bad_configuration_exits_2(args: list[str], message: str) -> None:
