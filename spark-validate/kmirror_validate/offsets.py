@@ -307,7 +307,8 @@ def take_snapshot(
         if bounds.to == "copied" and committed is None:
             committed = source.committed(config.group_id, src_tps)
         return ranges.plan_bounds(bounds, config.admin_conf("source"),
-                                  config.admin_conf("target"), config.group_id, raw, target_of,
+                                  config.admin_conf("target"), config.group_id,
+                                  config.progress_topic, raw, target_of,
                                   source.timeout, committed)  # fmt: skip
 
     started = time.monotonic()

@@ -31,11 +31,6 @@ Start = Literal["auto", "earliest", "mirror"]
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def progress_topic(group_id: str) -> str:
-    """The mirror's progress record topic on the target (one per consumer group)."""
-    return f"kmirror-progress.{group_id}.internal"
-
-
 @dataclass(frozen=True)
 class Bounds:
     start: Start = "auto"  # auto: the mirror's start where a progress record says it
@@ -72,13 +67,12 @@ def parse_since(text: str, now: float | None = None) -> int:
 
 
 def read_progress(
-    conf: Mapping[str, Any], group_id: str, timeout: float
+    conf: Mapping[str, Any], topic: str, group_id: str, timeout: float
 ) -> dict[TP, PartitionBook]:
     """The mirror's progress records (the latest per source partition); {} when the mirror
     keeps none. Read with a consumer that joins no group."""
     consumer = Consumer({**conf, "group.id": f"{group_id}.validate", "enable.auto.commit": False,
                          "enable.partition.eof": True})  # fmt: skip
-    topic = progress_topic(group_id)
     books: dict[TP, PartitionBook] = {}
     try:
         md = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
@@ -197,14 +191,14 @@ def source_lows(bounds: Bounds, watermarks: Mapping[TP, tuple[int, int]],
 
 
 def plan_bounds(bounds: Bounds, source_conf: Mapping[str, Any], target_conf: Mapping[str, Any],
-                group_id: str, watermarks: Mapping[TP, tuple[int, int]],
+                group_id: str, progress_topic: str, watermarks: Mapping[TP, tuple[int, int]],
                 target_of: Mapping[TP, TP], timeout: float,
                 committed: Mapping[TP, int] | None = None) -> Bounded:  # fmt: skip
     """Source and target range starts (and timestamp filters) for every source partition;
     `target_of` maps a source (topic, partition) to its target partition (same partitioning)."""
     out = Bounded()
     if bounds.start != "earliest":
-        out.books = read_progress(target_conf, group_id, timeout)
+        out.books = read_progress(target_conf, progress_topic, group_id, timeout)
     books = out.books
     if bounds.to == "copied":
         watermarks = copied_ends(watermarks, books, committed or {}, out)
