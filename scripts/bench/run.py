@@ -206,10 +206,10 @@ class Bench:
         try:
             tree.wait(self.plan.drain_timeout_s)
         except subprocess.TimeoutExpired:
-            tree.shutdown(1)
+            tree.stop(1)
             raise RuntimeError(f"{name}: no result in {self.plan.drain_timeout_s:.0f}s") from None
         cpu = tree.sample()
-        code, _ = tree.shutdown(1)
+        code, _ = tree.stop(1)
         lines = [ln for ln in tree.log_path.read_text().splitlines() if ln.startswith("{")]
         if not lines:
             raise RuntimeError(f"{name}: exit {code}, no result:\n{tree.log_tail()}")
@@ -254,7 +254,7 @@ class Bench:
             res["peak_rss_mb"] = tree.peak_rss / 2**20
             res["processes"] = tree.process_count
             alive = tree.running()
-            code, stop_s = tree.shutdown(STOP_GRACE_S)
+            code, stop_s = tree.stop(STOP_GRACE_S)
             res.update({"exit_code": code, "stop_s": round(stop_s, 2), "alive_at_end": alive})
             if not res["verified"]:
                 res["log_tail"] = tree.log_tail()
@@ -404,10 +404,10 @@ class Bench:
         try:
             tree.wait(self.plan.drain_timeout_s)
         except subprocess.TimeoutExpired:
-            tree.shutdown(1)
+            tree.stop(1)
             raise RuntimeError("ProducerPerformance did not finish") from None
         cpu = tree.sample()
-        code, _ = tree.shutdown(1)
+        code, _ = tree.stop(1)
         text = tree.log_path.read_text(errors="replace")
         # The last line is the summary; earlier ones are 5-second windows.
         found = list(re.finditer(r"(\d+) records sent, ([\d.]+) records/sec", text))
