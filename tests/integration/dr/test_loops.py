@@ -124,6 +124,8 @@ def assert_exactly_once(
         for topic in topics[side]:
             for r in consume_all(bootstrap, topic, timeout=120):
                 held[side][(r.key or b"").decode().split("-")[0]].append(r)
+        print(f"[loops] cluster {ALIAS[side]}: {len(held[side]['a'])} records from A, "
+              f"{len(held[side]['b'])} from B")  # fmt: skip
     for origin, other in (("a", "b"), ("b", "a")):
         originals = held[origin][origin]
         sent = (record(origin, i) for i in range(produced[origin]))
