@@ -77,7 +77,9 @@ class ParentWatch:
         self._on_orphan()
         time.sleep(self._grace)
         log.error(
-            "stream did not stop within %.0fs of its supervisor's death; exiting", self._grace
+            "stream did not stop within %.0fs of its supervisor's death; exiting without its "
+            "final commit (the next start copies the records since the last commit again)",
+            self._grace,
         )
         self._exit_hard(ORPHAN_EXIT_CODE)
 
