@@ -140,6 +140,10 @@ class ProgressStore:
                     topic, partition, book = decode_record(m.key() or b"", m.value())
                     self._latest[(topic, partition)] = book
                     position = max(position, int(m.offset() or 0) + 1)
+                # Past what no message shows: transaction markers and aborted records
+                # (exactly-once writes the topic in transactions; the reader is read_committed).
+                at = reader.position([tp])[0].offset
+                position = max(position, at)
         finally:
             reader.unassign()
         self._position = position
