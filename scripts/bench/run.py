@@ -247,8 +247,8 @@ class Bench:
         res["config_files"] = {k: str(v) for k, v in launch.files.items()}
         tree = procs.Tree(launch.cmd, run_dir / f"{c.kind}.log", env=launch.env, cwd=REPO_ROOT)
         try:
-            self._watch_drain(w, c, tree, source_end, res)
-            if res["verified"] and w.latency:
+            self._watch_drain(w, c, tree, source_end, res, f"bench-{run_id}")
+            if res["verified"] and w.latency and not c.exactly_once:
                 self._latency_phase(w, tree, lat_topic, res)
         finally:
             res["peak_rss_mb"] = tree.peak_rss / 2**20
@@ -270,13 +270,19 @@ class Bench:
         tree: procs.Tree,
         source_end: list[int],
         res: dict[str, Any],
+        group: str,
     ) -> None:
         total = sum(source_end)
         t0 = tree.started
         deadline = t0 + self.plan.drain_timeout_s
         first: tuple[float, int, float] | None = None
         while True:
-            ends = kafkaio.end_offsets(self.tgt, w.topic, w.partitions)
+            if c.exactly_once:
+                # Target offsets count transaction markers too: what is committed is known
+                # from the group, committed after each transaction (verified below).
+                ends = kafkaio.committed(self.src, group, w.topic, w.partitions)
+            else:
+                ends = kafkaio.end_offsets(self.tgt, w.topic, w.partitions)
             now = time.monotonic()
             copied = sum(ends)
             if first is None and copied > 0:
@@ -300,6 +306,12 @@ class Bench:
             )
             time.sleep(POLL_S)
         assert first is not None
+        if c.exactly_once:
+            ends = kafkaio.count_committed(self.tgt, w.topic, w.partitions)
+            if ends != source_end:
+                res["error"] = f"read_committed counts {ends} != source {source_end}"
+                res["target_end"] = ends
+                return
         t_first, n_first, cpu_first = first
         copy_s = max(now - t_first, 1e-6)
         n = total - n_first

@@ -24,6 +24,7 @@ before seeking, so the re-sent records replace the aborted ones instead of doubl
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -194,9 +195,10 @@ class TransactionalCopier(RecordCopier):
 
     def flush(self, timeout: float) -> int:
         remaining = 0
+        deadline = time.monotonic() + timeout
         for t in list(self._txns.values()):
             if not t.fenced:
-                remaining += int(t.producer.flush(timeout))
+                remaining += int(t.producer.flush(max(deadline - time.monotonic(), 0.0)))
         self._reap()
         if not remaining and not self._latch.failures:
             self._settle()
@@ -227,20 +229,15 @@ class TransactionalCopier(RecordCopier):
         Returns the source offsets now committed on the target (fenced partitions are left
         out and dropped)."""
         wanted = set(keys) | {k for k, t in self._txns.items() if t.open}
+        deadline = time.monotonic() + timeout
         done: dict[Key, int] = {}
         for key in sorted(wanted):
             t = self._txns.get(key)
             pb = book.get(*key)
             if t is None or t.fenced or pb is None or pb.acked < 0:
                 continue
-            k, v = encode_record(key[0], key[1], pb)
             try:
-                if not t.open:
-                    t.producer.begin_transaction()
-                    t.open = True
-                t.producer.produce(self.progress_topic, v, k)
-                t.producer.commit_transaction(timeout)
-                t.open = False
+                self._commit_one(t, encode_record(key[0], key[1], pb), deadline)
                 done[key] = pb.acked
             except KafkaException as exc:
                 err: KafkaError = exc.args[0]
@@ -258,6 +255,32 @@ class TransactionalCopier(RecordCopier):
                 ) from exc
         self._reap()
         return done
+
+    def _commit_one(self, t: _Txn, record: tuple[bytes, bytes], deadline: float) -> None:
+        """The progress record into the partition's transaction, then commit it. A retriable
+        failure (coordinator moving, request timed out) is retried until the deadline, as
+        librdkafka asks: the outcome is unknown until a retry says so."""
+        producer = t.producer
+        if not t.open:
+            producer.begin_transaction()
+            t.open = True
+        key, value = record
+        while True:
+            try:
+                producer.produce(self.progress_topic, value, key)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        while True:
+            try:
+                producer.commit_transaction(max(deadline - time.monotonic(), 1.0))
+                t.open = False
+                return
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                if not err.retriable() or time.monotonic() >= deadline:
+                    raise
+                log.warning("commit of %s[%d] retried: %s", t.key[0], t.key[1], err.str())
 
     # -- fencing -------------------------------------------------------------------------------
 
