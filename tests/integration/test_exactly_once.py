@@ -99,6 +99,13 @@ def test_kill9_mid_copy_then_restart_copies_every_record_once(
     assert_exactly_once(clusters, topic)
 
 
+def owns_all(m: MirrorProcess, topic: str, partitions: int, after: int) -> bool:
+    """The member's log says, past its first `after` lines, it was assigned every partition."""
+    want = [f"{topic}[{p}]" for p in range(partitions)]
+    lines = m.log.splitlines()[after:]
+    return any("assigned stream" in line and all(w in line for w in want) for line in lines)
+
+
 def streams_of(m: MirrorProcess) -> list[psutil.Process]:
     assert m.proc is not None
     children = psutil.Process(m.proc.pid).children()
@@ -141,10 +148,12 @@ def test_zombie_stream_commits_nothing_after_its_partitions_moved(
         with load(clusters, topic, 6000, 4):
             wait_until(lambda: target_end(clusters, topic) >= 1500, 90, 0.05)
             zombie = streams_of(a) or [psutil.Process(a.proc.pid)]  # type: ignore[union-attr]
+            seen = len(b.log.splitlines())
             for p in zombie:
                 p.suspend()
             try:
                 # The survivor owns everything and copied on past the zombie's position.
+                wait_until(lambda: owns_all(b, topic, 4, seen), 60, 0.3, "survivor owns all")
                 wait_until(lambda: committed_all(clusters, group, topic), 120, 0.3)
             finally:
                 for p in zombie:

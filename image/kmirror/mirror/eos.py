@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -39,12 +40,22 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
 INIT_TIMEOUT_S = 60.0
+PARALLEL_CALLS = 8  # concurrent init/commit round trips per stream
 # The coordinator says another producer with our transactional.id took over.
 FENCED = frozenset(
     {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 )
 # What a send reports when its transaction is being torn down (fenced, aborted, purged).
 TORN_DOWN = FENCED | {KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT, KafkaError._FATAL}
+
+
+def _attempt(call: Callable[..., object], *args: Any) -> BaseException | None:
+    """call(*args) in a pool thread: the exception it raised (handled by the caller), or None."""
+    try:
+        call(*args)
+    except Exception as exc:
+        return exc
+    return None
 
 
 class _Txn:
@@ -67,6 +78,7 @@ class TransactionalCopier(RecordCopier):
         self._error_cb: Callable[[KafkaError], None] = kwargs["error_cb"]
         self._on_fenced = on_fenced
         self._txns: dict[Key, _Txn] = {}
+        self._threads: ThreadPoolExecutor | None = None
         # The base class's producer stays for metadata (connect, partition waits); copies go
         # through the partitions' transactional producers, swapped in by _copy.
         self._base = self.producer
@@ -78,15 +90,23 @@ class TransactionalCopier(RecordCopier):
         """A producer per new partition, initialised: this fences any previous owner and
         completes (aborts) its open transaction, so the progress topic read after it is final.
         Raises ConfigError/ClusterError when the target refuses transactions."""
-        for key in keys:
-            if key in self._txns:
-                continue
-            t = self._start(key)
-            try:
-                t.producer.init_transactions(INIT_TIMEOUT_S)
-            except KafkaException as exc:
-                raise self._refused(key, exc.args[0]) from exc
-            self._txns[key] = t
+        new = [self._start(k) for k in keys if k not in self._txns]
+        # In parallel: each waits for its coordinator (and for a zombie's abort to complete).
+        outcomes = self._pool().map(
+            lambda t: _attempt(t.producer.init_transactions, INIT_TIMEOUT_S), new
+        )
+        for t, exc in zip(new, list(outcomes), strict=True):
+            if isinstance(exc, KafkaException):
+                raise self._refused(t.key, exc.args[0]) from exc
+            if exc is not None:
+                raise exc
+            self._txns[t.key] = t
+
+    def _pool(self) -> ThreadPoolExecutor:
+        """Threads for the per-partition round trips (librdkafka calls release the GIL)."""
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(PARALLEL_CALLS, thread_name_prefix="kmirror-txn")
+        return self._threads
 
     def _start(self, key: Key) -> _Txn:
         t = _Txn(key)
@@ -141,6 +161,8 @@ class TransactionalCopier(RecordCopier):
             self._discard(t, abort=True, timeout=min(timeout, 5.0))
         self._txns.clear()
         self._base.flush(0)
+        if self._threads is not None:
+            self._threads.shutdown(wait=False)
 
     def _discard(self, t: _Txn, abort: bool, timeout: float = 5.0) -> None:
         """Let a partition's producer go; an open transaction is aborted (or left to the next
@@ -230,29 +252,38 @@ class TransactionalCopier(RecordCopier):
         out and dropped)."""
         wanted = set(keys) | {k for k, t in self._txns.items() if t.open}
         deadline = time.monotonic() + timeout
-        done: dict[Key, int] = {}
+        todo: list[tuple[_Txn, int, tuple[bytes, bytes]]] = []
         for key in sorted(wanted):
             t = self._txns.get(key)
             pb = book.get(*key)
-            if t is None or t.fenced or pb is None or pb.acked < 0:
+            if t is not None and not t.fenced and pb is not None and pb.acked >= 0:
+                todo.append((t, pb.acked, encode_record(key[0], key[1], pb)))
+        # In parallel: one EndTxn round trip per partition. The flush before settled every
+        # delivery report; what the calls serve is only the progress records' (ignored).
+        outcomes = list(
+            self._pool().map(lambda j: _attempt(self._commit_one, j[0], j[2], deadline), todo)
+        )
+        done: dict[Key, int] = {}
+        for (t, acked, _), exc in zip(todo, outcomes, strict=True):
+            key = t.key
+            if exc is None:
+                done[key] = acked
                 continue
-            try:
-                self._commit_one(t, encode_record(key[0], key[1], pb), deadline)
-                done[key] = pb.acked
-            except KafkaException as exc:
-                err: KafkaError = exc.args[0]
-                if self._fencing(t, err):
-                    continue
-                if err.txn_requires_abort():
-                    # The transaction failed as a whole (a send was refused): the latch has or
-                    # gets the failure; the loop rewinds (aborting it) or stops.
-                    self._latch.send_failed(key[0], key[1], err)
-                    continue
-                raise MirrorError(
-                    f"exactly-once: committing the transaction of {key[0]}[{key[1]}] failed: "
-                    f"{err.str()}. Its records stay invisible; a restart resumes from the last "
-                    "committed progress record"
-                ) from exc
+            if not isinstance(exc, KafkaException):
+                raise exc
+            err: KafkaError = exc.args[0]
+            if self._fencing(t, err):
+                continue
+            if err.txn_requires_abort():
+                # The transaction failed as a whole (a send was refused): the latch has or
+                # gets the failure; the loop rewinds (aborting it) or stops.
+                self._latch.send_failed(key[0], key[1], err)
+                continue
+            raise MirrorError(
+                f"exactly-once: committing the transaction of {key[0]}[{key[1]}] failed: "
+                f"{err.str()}. Its records stay invisible; a restart resumes from the last "
+                "committed progress record"
+            ) from exc
         self._reap()
         return done
 
