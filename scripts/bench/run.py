@@ -248,8 +248,8 @@ class Bench:
         tree = procs.Tree(launch.cmd, run_dir / f"{c.kind}.log", env=launch.env, cwd=REPO_ROOT)
         try:
             self._watch_drain(w, c, tree, source_end, res, f"bench-{run_id}")
-            if res["verified"] and w.latency and not c.exactly_once:
-                self._latency_phase(w, tree, lat_topic, res)
+            if res["verified"] and w.latency:
+                self._latency_phase(w, tree, lat_topic, res, c.exactly_once)
         finally:
             res["peak_rss_mb"] = tree.peak_rss / 2**20
             res["processes"] = tree.process_count
@@ -332,7 +332,7 @@ class Bench:
         )
 
     def _latency_phase(
-        self, w: Workload, tree: procs.Tree, topic: str, res: dict[str, Any]
+        self, w: Workload, tree: procs.Tree, topic: str, res: dict[str, Any], eos: bool
     ) -> None:
         deadline = time.monotonic() + 60
         while sum(kafkaio.end_offsets(self.tgt, topic, w.partitions)) < w.partitions:
@@ -351,6 +351,7 @@ class Bench:
             self.plan.latency_seconds,
             w.size,
             tick=self.progress.tick,
+            exactly_once=eos,
         )
         lat["cpu_s"] = tree.sample() - cpu0
         lat["cpu_s_per_m"] = lat["cpu_s"] / max(lat["sent"], 1) * 1e6

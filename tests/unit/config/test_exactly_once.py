@@ -90,3 +90,10 @@ def test_commit_interval_must_fit_in_a_transaction(mm1: list[str], write: Write)
     with pytest.raises(ConfigError, match=r"transaction.timeout.ms \(10000\)"):
         load([*short, "--exactly-once"])
     assert not load(short).exactly_once  # without exactly-once the setting is the user's
+
+
+def test_describe_names_the_guarantee(mm1: list[str]) -> None:
+    from kmirror.config.describe import describe
+
+    assert "delivery:       at-least-once" in describe(load(mm1))
+    assert "delivery:       exactly-once" in describe(load([*mm1, "--exactly-once"]))
