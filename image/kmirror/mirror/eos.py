@@ -73,10 +73,9 @@ class _Txn:
 class TransactionalCopier(RecordCopier):
     """RecordCopier whose sends go through per-partition transactions (see the module doc)."""
 
-    def __init__(self, *args: Any, on_fenced: Callable[[Key], None], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._error_cb: Callable[[KafkaError], None] = kwargs["error_cb"]
-        self._on_fenced = on_fenced
         self._txns: dict[Key, _Txn] = {}
         self._threads: ThreadPoolExecutor | None = None
         # The base class's producer stays for metadata (connect, partition waits); copies go
@@ -343,7 +342,6 @@ class TransactionalCopier(RecordCopier):
                 log.debug("pause fenced %s[%d]: %s", key[0], key[1], exc.args[0])
             t.open = False
             t.producer.purge()
-            self._on_fenced(key)
 
     # -- the partition producers' callbacks: never raise ---------------------------------------
 

@@ -6,6 +6,7 @@ every acknowledgement into the progress book. Every offset.commit.interval.ms, o
 on shutdown the copier is flushed, and only if every record sent so far was acknowledged are
 the book's acknowledged source offsets committed. A commit can never run ahead of the target.
 Any send failure means: commit nothing more; abort (exit 1) or rewind and retry.
+--exactly-once: the copier writes transactions and the commit is theirs (mirror/eos.py).
 
     Stream.run ── Subscription (group membership, topics, start offsets)
                ├─ Copier (RecordCopier: consume, produce, delivery reports)
@@ -115,7 +116,6 @@ class Stream:
                 self.state,
                 self._id,
             )
-            eos = {"on_fenced": self._fenced} if self._config.exactly_once else {}
             copier = TransactionalCopier if self._config.exactly_once else RecordCopier
             self._copier = copier(
                 self._config,
@@ -130,7 +130,6 @@ class Stream:
                 client_errors=self._client_errors,
                 consume_batch=self._tuning.consume_batch,
                 consume_timeout_s=self._tuning.consume_timeout_s,
-                **eos,
             )
             if isinstance(self._copier, TransactionalCopier):
                 self._txn = self._copier
@@ -317,10 +316,6 @@ class Stream:
         return not self._latch.failures and all(
             k in done for k in todo if self._book.get(*k) is not None
         )
-
-    def _fenced(self, key: Key) -> None:
-        """Another stream owns this partition now (exactly-once fencing): forget it."""
-        self._restart.pop(key, None)
 
     def _shutdown(self, clean: bool) -> None:
         """Final commit (when clean), leave the group, release the clients; bounded by
