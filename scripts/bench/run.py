@@ -279,13 +279,18 @@ class Bench:
         while True:
             if c.exactly_once:
                 # Target offsets count transaction markers too: what is committed is known
-                # from the group, committed after each transaction (verified below).
+                # from the group, committed after each transaction (verified below). The copy
+                # window opens at the first record written, committed or not.
                 ends = kafkaio.committed(self.src, group, w.topic, w.partitions)
+                started = first is not None or sum(
+                    kafkaio.end_offsets(self.tgt, w.topic, w.partitions)
+                )
             else:
                 ends = kafkaio.end_offsets(self.tgt, w.topic, w.partitions)
+                started = sum(ends) > 0
             now = time.monotonic()
             copied = sum(ends)
-            if first is None and copied > 0:
+            if first is None and started:
                 first = (now, copied, tree.sample())
             if ends == source_end:
                 cpu = tree.sample()
