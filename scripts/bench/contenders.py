@@ -14,6 +14,9 @@ from scripts.kmirrorproc import KMIRROR_MODULE, mm1_args, write_properties
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MM2_MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
 MM2_HEAP = ["-Xmx1g"]
+# The exactly-once contender's transaction (and commit) interval: records become visible to
+# read_committed readers at each commit, so this bounds its end-to-end latency.
+EOS_COMMIT_INTERVAL_MS = 1000
 
 # The producer settings kmirror uses by default (PRODUCER_DEFAULTS + PRODUCER_FORCED), in Java
 # client terms, for MM2's producer. Connect's own defaults would be idempotence off and
@@ -74,11 +77,16 @@ class Contender:
     module: str = KMIRROR_MODULE
     mm2_props: Mapping[str, str] = field(default_factory=dict)
     variant: str = ""  # experiments: shown in tables
+    # kmirror --exactly-once: transactions committed every EOS_COMMIT_INTERVAL_MS; the copy is
+    # complete when the source group (committed after each transaction) reaches the end.
+    exactly_once: bool = False
 
     @property
     def label(self) -> str:
         if self.kind == "kmirror":
             base = f"kmirror --num.streams {self.parallelism}"
+            if self.exactly_once:
+                base += " --exactly-once"
         else:
             base = f"MirrorMaker 2 tasks.max={self.parallelism}"
         return f"{base} [{self.variant}]" if self.variant else base
@@ -90,6 +98,8 @@ class Contender:
             "label": self.label,
             "parallelism": self.parallelism,
         }
+        if self.exactly_once:
+            out["exactly_once"] = {"offset.commit.interval.ms": EOS_COMMIT_INTERVAL_MS}
         if self.kind == "mm2":
             out["producer"] = dict(MM2_PRODUCER)
             out["consumer"] = dict(MM2_CONSUMER)
@@ -128,8 +138,14 @@ class Contender:
             "|".join(topics),
             consumer={"auto.offset.reset": "earliest", **self.consumer},
             producer=self.producer,
-            commit_interval_ms=None,
-            extra=["--num.streams", str(self.parallelism), "--metrics-port", "0"],
+            commit_interval_ms=EOS_COMMIT_INTERVAL_MS if self.exactly_once else None,
+            extra=[
+                "--num.streams",
+                str(self.parallelism),
+                "--metrics-port",
+                "0",
+                *(["--exactly-once"] if self.exactly_once else []),
+            ],
         )
         cmd = [sys.executable, "-m", self.module, *args]
         cprops, pprops = run_dir / "consumer.properties", run_dir / "producer.properties"
@@ -217,6 +233,7 @@ def default_contenders() -> list[Contender]:
     return [
         Contender("kmirror-1", "kmirror", 1),
         Contender("kmirror-2", "kmirror", 2),
+        Contender("kmirror-1-eos", "kmirror", 1, exactly_once=True),
         Contender("mm2-1", "mm2", 1),
         Contender("mm2-2", "mm2", 2),
     ]

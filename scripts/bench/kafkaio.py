@@ -112,3 +112,52 @@ def delete_topics(bootstrap: str, names: list[str], wait: bool = True, timeout: 
         if time.monotonic() > deadline:
             raise TimeoutError(f"topics {names} still listed at {bootstrap} after {timeout:.0f}s")
         time.sleep(0.2)
+
+
+def committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
+    """The group's committed offsets of partitions 0..partitions-1 (0 when none). An
+    exactly-once mirror commits the source group after each target transaction: its copy is
+    complete (visible to read_committed readers) when these reach the source's end."""
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "logger": _QUIET})
+    try:
+        asked = [TopicPartition(topic, p) for p in range(partitions)]
+        return [max(tp.offset, 0) for tp in c.committed(asked, timeout=15)]
+    finally:
+        c.close()
+
+
+def count_committed(bootstrap: str, topic: str, partitions: int, timeout: float = 300) -> list[int]:
+    """Records per partition a read_committed reader sees (transaction markers and aborted
+    records are offsets, not records): the exactly-once contender's verification."""
+    from confluent_kafka import Consumer
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-count-{time.monotonic_ns()}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "logger": _QUIET,
+        }
+    )
+    counts = [0] * partitions
+    try:
+        ends = end_offsets(bootstrap, topic, partitions)
+        todo = {p for p in range(partitions) if ends[p] > 0}
+        c.assign([TopicPartition(topic, p, 0) for p in todo])
+        deadline = time.monotonic() + timeout
+        while todo and time.monotonic() < deadline:
+            for m in c.consume(10_000, 0.5):
+                err = m.error()
+                if err is None:
+                    counts[int(m.partition() or 0)] += 1
+                elif err.code() == KafkaError._PARTITION_EOF:
+                    todo.discard(int(m.partition() or 0))
+        if todo:
+            raise TimeoutError(f"counting {topic}: partitions {sorted(todo)} not read to the end")
+        return counts
+    finally:
+        c.close()

@@ -247,9 +247,9 @@ class Bench:
         res["config_files"] = {k: str(v) for k, v in launch.files.items()}
         tree = procs.Tree(launch.cmd, run_dir / f"{c.kind}.log", env=launch.env, cwd=REPO_ROOT)
         try:
-            self._watch_drain(w, c, tree, source_end, res)
+            self._watch_drain(w, c, tree, source_end, res, f"bench-{run_id}")
             if res["verified"] and w.latency:
-                self._latency_phase(w, tree, lat_topic, res)
+                self._latency_phase(w, tree, lat_topic, res, c.exactly_once)
         finally:
             res["peak_rss_mb"] = tree.peak_rss / 2**20
             res["processes"] = tree.process_count
@@ -270,16 +270,27 @@ class Bench:
         tree: procs.Tree,
         source_end: list[int],
         res: dict[str, Any],
+        group: str,
     ) -> None:
         total = sum(source_end)
         t0 = tree.started
         deadline = t0 + self.plan.drain_timeout_s
         first: tuple[float, int, float] | None = None
         while True:
-            ends = kafkaio.end_offsets(self.tgt, w.topic, w.partitions)
+            if c.exactly_once:
+                # Target offsets count transaction markers too: what is committed is known
+                # from the group, committed after each transaction (verified below). The copy
+                # window opens at the first record written, committed or not.
+                ends = kafkaio.committed(self.src, group, w.topic, w.partitions)
+                started = first is not None or sum(
+                    kafkaio.end_offsets(self.tgt, w.topic, w.partitions)
+                )
+            else:
+                ends = kafkaio.end_offsets(self.tgt, w.topic, w.partitions)
+                started = sum(ends) > 0
             now = time.monotonic()
             copied = sum(ends)
-            if first is None and copied > 0:
+            if first is None and started:
                 first = (now, copied, tree.sample())
             if ends == source_end:
                 cpu = tree.sample()
@@ -300,6 +311,12 @@ class Bench:
             )
             time.sleep(POLL_S)
         assert first is not None
+        if c.exactly_once:
+            ends = kafkaio.count_committed(self.tgt, w.topic, w.partitions)
+            if ends != source_end:
+                res["error"] = f"read_committed counts {ends} != source {source_end}"
+                res["target_end"] = ends
+                return
         t_first, n_first, cpu_first = first
         copy_s = max(now - t_first, 1e-6)
         n = total - n_first
@@ -320,7 +337,7 @@ class Bench:
         )
 
     def _latency_phase(
-        self, w: Workload, tree: procs.Tree, topic: str, res: dict[str, Any]
+        self, w: Workload, tree: procs.Tree, topic: str, res: dict[str, Any], eos: bool
     ) -> None:
         deadline = time.monotonic() + 60
         while sum(kafkaio.end_offsets(self.tgt, topic, w.partitions)) < w.partitions:
@@ -339,6 +356,7 @@ class Bench:
             self.plan.latency_seconds,
             w.size,
             tick=self.progress.tick,
+            exactly_once=eos,
         )
         lat["cpu_s"] = tree.sample() - cpu0
         lat["cpu_s_per_m"] = lat["cpu_s"] / max(lat["sent"], 1) * 1e6

@@ -450,6 +450,12 @@ CASES: list[Case] = [
     Case("no-committed-offset-none", "clusters",
          "`auto.offset.reset=none` and the group has no offset", 1,
          "auto.offset.reset=none", mm1({"auto.offset.reset": "none"}), setup="target-exists"),
+    Case("eos-transaction-timeout-above-broker-max", "clusters", "`--exactly-once` with the "
+         "producer's `transaction.timeout.ms=3600000`, above the target broker's "
+         "`transaction.max.timeout.ms` (default 900000)", 2,
+         "is above the target broker's transaction.max.timeout.ms",
+         mm1(None, {"transaction.timeout.ms": "3600000"}, "--exactly-once"),
+         setup="target-exists"),
     Case("unreachable-source-check", "clusters", "`check` with the source at 127.0.0.1:1", 3,
          "cannot reach the source cluster at 127.0.0.1:1",
          mm1({"bootstrap.servers": "127.0.0.1:1"}, command="check"), max_seconds=30),

@@ -55,6 +55,7 @@ KITCHEN_SINK: dict[str, Any] = {
     "global": {"imageRegistry": "registry.example.com:5000"},
     "commonLabels": {"team": "data"},
     "progressTopic": "kmirror-progress.mirror.internal",
+    "exactlyOnce": True,
     "commonAnnotations": {"owner": "data-platform"},
     "imagePullSecrets": ["pull-a", {"name": "pull-b"}],
     "source": {

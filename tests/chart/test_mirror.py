@@ -71,6 +71,7 @@ def test_minimal_values_render_the_documented_defaults() -> None:
         "LOG_LEVEL": "INFO",
         "MIRROR_MAKER_OFFSET_COMMIT_INTERVAL": "60000",
         "MIRROR_MAKER_ABORT_ON_SEND_FAILURE": "true",
+        "EXACTLY_ONCE": "false",
         "KMIRROR_RENAME_POLICY": "identity",
         "KMIRROR_SOURCE_ALIAS": "source",
         "KMIRROR_TARGET_ALIAS": "target",
@@ -144,6 +145,14 @@ def test_replica_count_zero_needs_no_cluster() -> None:
 
 def test_num_streams() -> None:
     assert T(_with(numStreams=4)).configmap["NUM_STREAMS"] == "4"
+
+
+def test_exactly_once_reaches_the_entrypoint() -> None:
+    from kmirror.entrypoint.render import mirror_options
+
+    env = T(_with(exactlyOnce=True)).configmap
+    assert env["EXACTLY_ONCE"] == "true"
+    assert "--exactly-once" in mirror_options(env)
 
 
 # -------------------------------------------------------------------------------- image

@@ -118,6 +118,7 @@ def test_mm2_mode_arguments_load_in_kmirror(
         abortOnSendFailure=False,
         topicRefreshIntervalSeconds=60,
         createTopics=False,
+        exactlyOnce=True,
         args=["--partitioning", "same"],
     )
     args = mirror(helm_template(values))["args"]
@@ -134,6 +135,7 @@ def test_mm2_mode_arguments_load_in_kmirror(
     assert config.log_level == "WARN" and config.log_json
     assert config.abort_on_send_failure is False
     assert config.refresh_topics_interval_s == 60 and config.create_topics is False
+    assert config.exactly_once
 
 
 @pytest.mark.parametrize(

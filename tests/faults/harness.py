@@ -42,6 +42,9 @@ COMMIT_INTERVAL_MS = 1000
 # A killed member is noticed after session.timeout.ms (Java and librdkafka default 45 s); the
 # broker's minimum is 6 s. The restart then gets its partitions within seconds.
 SESSION_TIMEOUT_MS = 6000
+# Set by the exactly-once variants (test_eos_faults.py): mirrors run with --exactly-once,
+# scenario names end in "-eos", and a duplicate fails the scenario like a missing record.
+EXACTLY_ONCE = False
 
 
 def full_mode() -> bool:
@@ -304,6 +307,7 @@ def mirror_args(
         {**fast, **(consumer or {})},
         producer,
         *extra,
+        *(("--exactly-once",) if EXACTLY_ONCE else ()),
         prefix=f"{name}-",
         commit_interval_ms=COMMIT_INTERVAL_MS,
     )

@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from tests.conftest import KafkaLocal, MakeTopic
+from tests.faults import harness
 from tests.faults.conftest import MODES
 from tests.faults.harness import (
     PARTITIONS,
@@ -75,6 +76,9 @@ def _finish(
     assert res.missing == 0, f"{res.missing} records lost: {res.details.get('missing_sample')}"
     assert res.extra == 0, f"{res.extra} records on the target that the source never had"
     assert res.produced == sent["acked"], sent
+    if harness.EXACTLY_ONCE:
+        assert res.duplicates == 0, f"{res.duplicates} duplicates under --exactly-once"
+        assert res.order_violations == 0, f"{res.order_violations} partitions out of order"
 
 
 def _setup(
@@ -95,7 +99,7 @@ def _setup(
     topic = make_topic(clusters.source_bootstrap, topic_name(name), partitions=partitions)
     target_cleanup.append(topic)
     group = topic.replace("faults-", "g-", 1)
-    res = Result(name, mode, faults)
+    res = Result(f"{name}-eos" if harness.EXACTLY_ONCE else name, mode, faults)
     progress = Progress(clusters, group, topic)
     load = Load(clusters.source_bootstrap, topic, partitions=partitions, backlog=backlog)
     args = mirror_args(

@@ -295,6 +295,7 @@ NUM_STREAMS: {{ $v.numStreams | int64 | toString | quote }}
 LOG_LEVEL: {{ $v.logLevel | quote }}
 MIRROR_MAKER_OFFSET_COMMIT_INTERVAL: {{ $v.offsetCommitIntervalMs | int64 | toString | quote }}
 MIRROR_MAKER_ABORT_ON_SEND_FAILURE: {{ $v.abortOnSendFailure | toString | quote }}
+EXACTLY_ONCE: {{ $v.exactlyOnce | toString | quote }}
 KMIRROR_RENAME_POLICY: {{ $v.rename.policy | quote }}
 KMIRROR_SOURCE_ALIAS: {{ $v.rename.sourceAlias | quote }}
 KMIRROR_TARGET_ALIAS: {{ $v.rename.targetAlias | quote }}

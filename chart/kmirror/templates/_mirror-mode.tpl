@@ -24,6 +24,7 @@ a first argument that is a command runs that command instead (mm2Config mode:
 {{- with $v.consumerGroup }}{{ $args = concat $args (list "--group-id" .) }}{{ end -}}
 {{- $args = concat $args (list "--abort.on.send.failure" ($v.abortOnSendFailure | toString) "--metrics-port" ($v.metrics.port | int64 | toString) "--log-level" $v.logLevel "--log-format" $v.logFormat) -}}
 {{- if $v.strict }}{{ $args = append $args "--strict" }}{{ end -}}
+{{- if $v.exactlyOnce }}{{ $args = append $args "--exactly-once" }}{{ end -}}
 {{- end -}}
 {{- with ($v.topicRefreshIntervalSeconds | int64) }}{{ $args = concat $args (list "--refresh-topics-interval-s" (toString .)) }}{{ end -}}
 {{- if not $v.createTopics }}{{ $args = append $args "--no-create-topics" }}{{ end -}}

@@ -43,6 +43,12 @@ def describe(config: MirrorConfig) -> str:
         f"streams:        {c.num_streams}",
         f"commit every:   {c.offset_commit_interval_ms} ms",
         f"on send error:  {on_error}",
+        "delivery:       "
+        + (
+            "exactly-once (target transactions, read with read_committed)"
+            if c.exactly_once
+            else "at-least-once"
+        ),
         f"create topics:  {'yes' if c.create_topics else 'no'}"
         + (
             f", replication factor {c.replication_factor}"

@@ -181,6 +181,12 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "MM2's `groups.exclude`",
         "console-consumer-.*, connect-.*, __.*",
     ),
+    EnvVar(
+        "EXACTLY_ONCE",
+        "true: write the target in transactions with the mirror's progress, so read_committed "
+        "consumers see every source record exactly once (--exactly-once)",
+        "false",
+    ),
     EnvVar("KMIRROR_PARTITIONING", "same (source partition number) or hash (re-partition)", "same"),
     EnvVar(
         "KMIRROR_REPLICATION_FACTOR",

@@ -164,6 +164,13 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         help="never create topics on the target (missing ones are an error)",
     )
     group.add_argument(
+        "--exactly-once",
+        dest="exactly_once",
+        action="store_true",
+        help="write the target in transactions: every source record exactly once for "
+        "read_committed readers (also EXACTLY_ONCE=true; mm2: exactly.once.support=enabled)",
+    )
+    group.add_argument(
         "--strict",
         dest="strict",
         action="store_true",
@@ -328,6 +335,8 @@ def _common(
         )
     if a.get("no_create_topics"):
         changes["create_topics"] = False
+    if a.get("exactly_once") or parse_bool(envvars.get("EXACTLY_ONCE", env), "EXACTLY_ONCE"):
+        changes["exactly_once"] = True
     return dataclasses.replace(config, **changes, notes=config.notes + tuple(notes))
 
 

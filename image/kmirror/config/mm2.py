@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from kmirror.config.dr import DR_SETTINGS, dr_from_mm2
 from kmirror.config.model import (
@@ -67,6 +67,8 @@ _FLOW_SETTINGS = frozenset(
         "config.properties.blacklist",
         "offset.flush.interval.ms",
         "progress.topic",
+        "exactly.once.support",
+        "exactly.once.source.support",
         *DR_SETTINGS,
     }
 )
@@ -190,10 +192,35 @@ def load_mm2(
             "refresh.topics.interval.seconds",
         ),
         progress_topic_name=setting("progress.topic") or "",
+        exactly_once=_exactly_once(setting, path),
         dialect="mm2",
         dr=dr_from_mm2(setting),
         notes=tuple(notes),
     )
+
+
+# KIP-618: the worker's exactly.once.source.support (enabled; preparing is the rolling-upgrade
+# step, not yet exactly-once) and the connector's exactly.once.support (required, requested).
+_EOS_VALUES = {
+    "exactly.once.source.support": {"enabled": True, "preparing": False, "disabled": False},
+    "exactly.once.support": {"enabled": True, "required": True, "requested": True,
+                             "disabled": False},
+}  # fmt: skip
+
+
+def _exactly_once(setting: Callable[[str], str | None], path: str) -> bool:
+    on = False
+    for name, values in _EOS_VALUES.items():
+        value = setting(name)
+        if value is None:
+            continue
+        if value.strip().lower() not in values:
+            raise ConfigError(
+                f"{path}: {name}={value!r} is not one of {', '.join(values)}; "
+                "'enabled' turns exactly-once mirroring on"
+            )
+        on = on or values[value.strip().lower()]
+    return on
 
 
 def _rank(key: str, aliases: list[str]) -> int:

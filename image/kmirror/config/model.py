@@ -315,6 +315,9 @@ class MirrorConfig:
     log_json: bool = False
     log_pattern: str | None = None
     dialect: str = "mm1"
+    # Exactly-once (docs/architecture.md, "Exactly-once"): the target is written in
+    # transactions that also hold each partition's progress record.
+    exactly_once: bool = False
     dr: DrConfig = field(default_factory=DrConfig)
     # Startup warnings collected while parsing (unknown keys, overridden settings, ...).
     notes: tuple[str, ...] = ()
@@ -343,6 +346,10 @@ class MirrorConfig:
                 f"progress.topic {self.progress_topic_name!r} is not a valid topic name: use up "
                 "to 249 of the characters a-z A-Z 0-9 . _ -"
             )
+        if self.exactly_once:
+            from kmirror.config import txn  # the exactly-once settings (imports this module)
+
+            txn.check(self)
         if self.partitioning not in ("same", "hash"):
             raise ConfigError(f"--partitioning must be 'same' or 'hash', not {self.partitioning!r}")
         for p in self.config_excludes:
@@ -371,6 +378,10 @@ class MirrorConfig:
     def consumer_conf(self) -> dict[str, Any]:
         conf = {**CONSUMER_DEFAULTS, **self.source.client_conf("consumer")}
         conf.update(CONSUMER_FORCED)
+        if self.exactly_once:
+            # Records of aborted source transactions are never copied (librdkafka's default,
+            # but a consumer file may say read_uncommitted).
+            conf["isolation.level"] = "read_committed"
         conf["group.id"] = self.group_id
         return oauth.attach(unseal(conf))
 
@@ -393,6 +404,9 @@ class MirrorConfig:
                 "enable.auto.offset.store": "false",
                 "enable.partition.eof": "false",
                 "auto.offset.reset": "earliest",
+                # Only committed progress records count (exactly-once writes them in the
+                # transaction with the records they describe).
+                "isolation.level": "read_committed",
             }
         )
         return oauth.attach(conf)

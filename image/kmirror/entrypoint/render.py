@@ -218,6 +218,8 @@ def mirror_options(env: Mapping[str, str]) -> list[str]:
         "--offset.commit.interval.ms", str(parse_int(envvars.get(commit, env), commit, minimum=1)),
         "--abort.on.send.failure", str(parse_bool(envvars.get(abort, env), abort)).lower(),
     ]  # fmt: skip
+    if parse_bool(envvars.get("EXACTLY_ONCE", env), "EXACTLY_ONCE"):
+        options.append("--exactly-once")
     blacklist = envvars.get("BLACKLISTED_TOPICS", env).strip()
     if blacklist:
         options += ["--blacklist", blacklist]

@@ -24,6 +24,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from kmirror.config import txn
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import ClusterError
 from kmirror.mirror.progress import PartitionBook, ProgressBook, decode_record, encode_record
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
 LOAD_TIMEOUT_S = 30.0
+EOS_LOAD_MAX_S = 100.0
 PROGRESS_PARTITIONS = 1
 
 
@@ -114,7 +116,14 @@ class ProgressStore:
     def _catch_up(self) -> None:
         reader = self._read_client()
         tp = TopicPartition(self.topic, 0)
-        deadline = time.monotonic() + LOAD_TIMEOUT_S
+        # Exactly-once: a transaction a killed owner left open holds read_committed readers
+        # back until its next owner aborts it, or, for a partition nobody owns any more, until
+        # the broker times it out (transaction.timeout.ms); below the supervisor's 120 s
+        # heartbeat limit (this runs in the assignment callback).
+        budget = LOAD_TIMEOUT_S
+        if self._config.exactly_once:
+            budget = min(max(budget, txn.timeout_ms(self._config) / 1000 + 10), EOS_LOAD_MAX_S)
+        deadline = time.monotonic() + budget
         try:
             low, high = reader.get_watermark_offsets(tp, timeout=LOAD_TIMEOUT_S, cached=False)
         except Exception as exc:
@@ -130,7 +139,7 @@ class ProgressStore:
                 if time.monotonic() >= deadline:
                     raise ClusterError(
                         f"could not read the progress topic '{self.topic}' to its end within "
-                        f"{LOAD_TIMEOUT_S:.0f}s (at offset {position} of {high}); check the "
+                        f"{budget:.0f}s (at offset {position} of {high}); check the "
                         "target cluster"
                     )
                 for m in reader.consume(1000, 0.5):
@@ -140,6 +149,10 @@ class ProgressStore:
                     topic, partition, book = decode_record(m.key() or b"", m.value())
                     self._latest[(topic, partition)] = book
                     position = max(position, int(m.offset() or 0) + 1)
+                # Past what no message shows: transaction markers and aborted records
+                # (exactly-once writes the topic in transactions; the reader is read_committed).
+                at = reader.position([tp])[0].offset
+                position = max(position, at)
         finally:
             reader.unassign()
         self._position = position

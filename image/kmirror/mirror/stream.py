@@ -6,6 +6,7 @@ every acknowledgement into the progress book. Every offset.commit.interval.ms, o
 on shutdown the copier is flushed, and only if every record sent so far was acknowledged are
 the book's acknowledged source offsets committed. A commit can never run ahead of the target.
 Any send failure means: commit nothing more; abort (exit 1) or rewind and retry.
+--exactly-once: the copier writes transactions and the commit is theirs (mirror/eos.py).
 
     Stream.run ── Subscription (group membership, topics, start offsets)
                ├─ Copier (RecordCopier: consume, produce, delivery reports)
@@ -32,6 +33,7 @@ from kmirror.mirror.bounded import run_bounded
 from kmirror.mirror.connect import CONNECT_TIMEOUT_S, await_metadata
 from kmirror.mirror.copier import RecordCopier
 from kmirror.mirror.engine import DEFAULT_TUNING, Copier, CopierContext, CopierFactory, Tuning
+from kmirror.mirror.eos import TransactionalCopier
 from kmirror.mirror.latch import FailureLatch
 from kmirror.mirror.progress import ProgressBook
 from kmirror.mirror.progress_store import ProgressStore
@@ -73,6 +75,7 @@ class Stream:
         self._consumer: Consumer | None = None
         self._subs: Subscription | None = None
         self._copier: Copier | None = None
+        self._txn: TransactionalCopier | None = None  # the copier, under exactly-once
         self._last_commit = time.monotonic()
         # The loop was stopped while re-sending failed records (they are not all on the target).
         self._stopped_retrying = False
@@ -100,7 +103,8 @@ class Stream:
                 self.state,
                 self._id,
             )
-            self._copier = self._engine(
+            factory = TransactionalCopier if self._config.exactly_once else self._engine
+            self._copier = factory(
                 CopierContext(
                     self._config,
                     self._consumer,
@@ -116,6 +120,8 @@ class Stream:
                     consume_timeout_s=self._tuning.consume_timeout_s,
                 )
             )
+            if isinstance(self._copier, TransactionalCopier):
+                self._txn = self._copier
         return self._consumer, self._subs, self._copier
 
     # -- the loop ------------------------------------------------------------------------------
@@ -265,6 +271,8 @@ class Stream:
         # The book's acknowledged offsets (the copier settled them in the flush). Negative: a
         # partition that started at OFFSET_BEGINNING and has copied nothing yet.
         todo = {k: o for k, o in self._book.to_commit().items() if o >= 0}
+        if self._txn is not None:
+            return self._commit_transactions(why, todo, timeout)
         if not todo:
             return True
         # The progress records first: a source commit must never run ahead of them, or a
@@ -281,6 +289,22 @@ class Stream:
         self._metrics.committed()
         log.debug("committed (%s) stream=%d partitions=%d", why, self._id, len(todo))
         return True
+
+    def _commit_transactions(self, why: str, todo: Mapping[Key, int], timeout: float) -> bool:
+        """Exactly-once: the records and progress record of each partition commit together on
+        the target; the source group's commit after it only shows the position (monitoring)."""
+        assert self._txn is not None and self._subs is not None
+        done = self._txn.commit(self._book, todo, timeout)
+        if done:
+            self._book.committed(done)
+            self._restart.update(done)
+            self._metrics.committed()
+            if not self._subs.commit(done):
+                log.info("source group commit (monitoring only) failed (%s)", why)
+        log.debug("transactions committed (%s) stream=%d partitions=%d", why, self._id, len(done))
+        return not self._latch.failures and all(
+            k in done for k in todo if self._book.get(*k) is not None
+        )
 
     def _shutdown(self, clean: bool) -> None:
         """Final commit (when clean), leave the group, release the clients; bounded by
@@ -337,8 +361,18 @@ class Stream:
 
     # -- the subscription's listener -----------------------------------------------------------
 
-    def assigned(self, starts: Mapping[Key, Start]) -> None:
+    def assigned(self, starts: Mapping[Key, Start]) -> Mapping[Key, Start]:
+        if self._txn is not None:
+            # Fence the previous owners first: their open transactions are aborted, so the
+            # committed progress records read next are final.
+            self._txn.open(starts)
         persisted = self._store.load(starts)
+        if self._txn is not None:
+            # The progress record committed with the records is the truth, not the group.
+            starts = {
+                k: Start(persisted[k].acked, committed=True) if k in persisted else s
+                for k, s in starts.items()
+            }
         for (topic, partition), start in starts.items():
             # The runs survive; the start stays the group's committed offset (a persisted
             # record may be ahead of it when a commit failed after the write).
@@ -349,6 +383,7 @@ class Stream:
             self._restart[(topic, partition)] = start.offset
         assert self._copier is not None
         self._copier.assign({k: s.offset for k, s in starts.items()})
+        return starts
 
     def revoking(self, keys: list[Key]) -> None:
         self._commit("revoke")

@@ -62,8 +62,9 @@ class Start:
 
 
 class AssignmentListener(Protocol):
-    def assigned(self, starts: Mapping[Key, Start]) -> None:
-        """New partitions, before the consumer fetches them. May raise KmirrorError."""
+    def assigned(self, starts: Mapping[Key, Start]) -> Mapping[Key, Start]:
+        """New partitions, before the consumer fetches them; returns where they start (the
+        listener may know better than the group: exactly-once). May raise KmirrorError."""
 
     def revoking(self, keys: list[Key]) -> None:
         """Partitions leave in good order (commit what was acknowledged)."""
@@ -191,7 +192,7 @@ class Subscription:
         try:
             offline = self._ensure_targets(partitions)
             starts = self._start_offsets(partitions)
-            self._listener.assigned(starts)
+            starts = dict(self._listener.assigned(starts))
         except KmirrorError as exc:
             self._refuse(partitions, exc)
             return

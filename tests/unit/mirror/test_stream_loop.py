@@ -205,8 +205,8 @@ class Offline:
 
 
 class Listener:
-    def assigned(self, starts: Mapping[Key, Start]) -> None:
-        pass
+    def assigned(self, starts: Mapping[Key, Start]) -> Mapping[Key, Start]:
+        return starts
 
     def revoking(self, keys: list[Key]) -> None:
         pass
