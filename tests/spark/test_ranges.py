@@ -93,7 +93,7 @@ def test_late_start_into_a_non_empty_target(spark: SparkSession, world: World) -
     assert since.ok, world.last.summary()
     assert (since.partitions[0].source_count, since.partitions[0].matched) == (N - LATE, N - LATE)
     # The mirror's progress record (source 10.. landed at target 10..) bounds it by offsets.
-    topic = ranges.progress_topic(world.group)
+    topic = f"kmirror-progress.{world.group}.internal"
     create_topic(world.clusters.target_bootstrap, topic, 1, {"cleanup.policy": "compact"})
     world.created.append((world.clusters.target_bootstrap, topic))
     book = PartitionBook(acked=N, runs=[Run(LATE, LATE, N - LATE)])
