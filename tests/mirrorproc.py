@@ -33,6 +33,24 @@ __all__ = [
 ]
 
 
+def with_test_engine(args: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
+    """`run` argv with `--engine $KMIRROR_TEST_ENGINE` added (the same tests run on either
+    engine: KMIRROR_TEST_ENGINE=batch pytest ...), unless the test chose an engine itself or
+    asks for what the batch path refuses (hash partitioning, the provenance header)."""
+    engine = os.environ.get("KMIRROR_TEST_ENGINE", "").strip()
+    merged = {**os.environ, **(env or {})}
+    out = [*args]
+    refused = (
+        "hash" in out
+        or merged.get("KMIRROR_PARTITIONING", "") == "hash"
+        or "--provenance-header" in out
+        or merged.get("KMIRROR_ENGINE")
+    )
+    if engine and out and out[0] == "run" and "--engine" not in out and not refused:
+        out += ["--engine", engine]
+    return out
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -76,7 +94,7 @@ class MirrorProcess(ProcessGroup):
         metrics_port: int | None = None,
     ) -> None:
         self.metrics_port = free_port() if metrics_port is None else metrics_port
-        self.args = [*args]
+        self.args = with_test_engine(args, env)
         if "--metrics-port" not in self.args and args and args[0] == "run":
             self.args += ["--metrics-port", str(self.metrics_port)]
         super().__init__([*KMIRROR, *self.args], log_path, env)
@@ -120,4 +138,4 @@ def run_cli(
     args: Sequence[str], timeout: float = 120.0, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run `kmirror <args>` to completion (env merged over os.environ); `.elapsed` = seconds."""
-    return run_to_end([*KMIRROR, *args], {**os.environ, **(env or {})}, timeout)
+    return run_to_end([*KMIRROR, *with_test_engine(args, env)], {**os.environ, **(env or {})}, timeout)

@@ -34,10 +34,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from typing import Literal, cast
 
 from kmirror.config.dr import DR_SETTINGS, dr_from_mm2
 from kmirror.config.model import (
     DEFAULT_CONFIG_EXCLUDES,
+    ENGINES,
     ClusterConfig,
     MirrorConfig,
     RenamePolicy,
@@ -67,6 +69,7 @@ _FLOW_SETTINGS = frozenset(
         "config.properties.blacklist",
         "offset.flush.interval.ms",
         "progress.topic",
+        "kmirror.engine",
         *DR_SETTINGS,
     }
 )
@@ -190,10 +193,18 @@ def load_mm2(
             "refresh.topics.interval.seconds",
         ),
         progress_topic_name=setting("progress.topic") or "",
+        engine=_engine(setting("kmirror.engine")),
         dialect="mm2",
         dr=dr_from_mm2(setting),
         notes=tuple(notes),
     )
+
+
+def _engine(value: str | None) -> Literal["record", "batch", "auto"]:
+    engine = (value or "record").strip().lower()
+    if engine not in ENGINES:
+        raise ConfigError(f"kmirror.engine must be record, batch or auto, not {value!r}")
+    return cast(Literal["record", "batch", "auto"], engine)
 
 
 def _rank(key: str, aliases: list[str]) -> int:

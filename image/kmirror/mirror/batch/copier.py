@@ -182,6 +182,11 @@ class BatchCopier:
             self._turn(min(0.1, deadline - time.monotonic()), fetch=False)
         return not self._session.unacknowledged
 
+    @property
+    def unacknowledged(self) -> int:
+        """Batches handed to the target and not acknowledged yet."""
+        return self._session.unacknowledged
+
     def close(self) -> None:
         self._source.close()
         self._target.close()
