@@ -138,4 +138,6 @@ def run_cli(
     args: Sequence[str], timeout: float = 120.0, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run `kmirror <args>` to completion (env merged over os.environ); `.elapsed` = seconds."""
-    return run_to_end([*KMIRROR, *with_test_engine(args, env)], {**os.environ, **(env or {})}, timeout)
+    return run_to_end(
+        [*KMIRROR, *with_test_engine(args, env)], {**os.environ, **(env or {})}, timeout
+    )
