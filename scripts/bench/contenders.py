@@ -74,11 +74,14 @@ class Contender:
     module: str = KMIRROR_MODULE
     mm2_props: Mapping[str, str] = field(default_factory=dict)
     variant: str = ""  # experiments: shown in tables
+    engine: str = "record"  # kmirror's --engine
 
     @property
     def label(self) -> str:
         if self.kind == "kmirror":
             base = f"kmirror --num.streams {self.parallelism}"
+            if self.engine != "record":
+                base += f" --engine {self.engine}"
         else:
             base = f"MirrorMaker 2 tasks.max={self.parallelism}"
         return f"{base} [{self.variant}]" if self.variant else base
@@ -90,6 +93,8 @@ class Contender:
             "label": self.label,
             "parallelism": self.parallelism,
         }
+        if self.kind == "kmirror":
+            out["engine"] = self.engine
         if self.kind == "mm2":
             out["producer"] = dict(MM2_PRODUCER)
             out["consumer"] = dict(MM2_CONSUMER)
@@ -129,7 +134,10 @@ class Contender:
             consumer={"auto.offset.reset": "earliest", **self.consumer},
             producer=self.producer,
             commit_interval_ms=None,
-            extra=["--num.streams", str(self.parallelism), "--metrics-port", "0"],
+            extra=[
+                *("--num.streams", str(self.parallelism), "--metrics-port", "0"),
+                *("--engine", self.engine),
+            ],
         )
         cmd = [sys.executable, "-m", self.module, *args]
         cprops, pprops = run_dir / "consumer.properties", run_dir / "producer.properties"
@@ -217,6 +225,7 @@ def default_contenders() -> list[Contender]:
     return [
         Contender("kmirror-1", "kmirror", 1),
         Contender("kmirror-2", "kmirror", 2),
+        Contender("kmirror-batch-1", "kmirror", 1, engine="batch"),
         Contender("mm2-1", "mm2", 1),
         Contender("mm2-2", "mm2", 2),
     ]
