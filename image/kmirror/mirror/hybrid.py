@@ -90,12 +90,15 @@ class Router:
     threshold: float = SMALL_BATCH_RECORDS
     checks: int = ROUTE_CHECKS
     routes: dict[Key, Route] = field(default_factory=dict)
+    batched: set[Key] = field(default_factory=set)  # the keys on the batch path (per step)
 
     def add(self, key: Key) -> None:
         self.routes[key] = Route()
+        self.batched.add(key)
 
     def remove(self, key: Key) -> None:
         self.routes.pop(key, None)
+        self.batched.discard(key)
 
     def on_batch(self, key: Key) -> bool:
         route = self.routes.get(key)
@@ -117,19 +120,21 @@ class Router:
     def to_record(self, key: Key, now: float) -> None:
         route = self.routes.setdefault(key, Route())
         route.batch, route.small = False, 0
+        self.batched.discard(key)
         route.probe_at = now + route.backoff
         route.backoff = min(route.backoff * 2, MAX_PROBE_BACKOFF_S)
 
     def to_batch(self, key: Key) -> None:
         route = self.routes.setdefault(key, Route())
         route.batch, route.small = True, 0
+        self.batched.add(key)
 
     def due(self, now: float) -> list[Key]:
         """Record-path partitions whose next try of the batch path is due."""
         return sorted(k for k, r in self.routes.items() if not r.batch and r.probe_at <= now)
 
     def batch_keys(self) -> list[Key]:
-        return sorted(k for k, r in self.routes.items() if r.batch)
+        return sorted(self.batched)
 
 
 class HybridCopier:
@@ -173,7 +178,7 @@ class HybridCopier:
             self._reroute()
         self._clean = False
         self._hold()
-        if self.router.batch_keys():
+        if self.router.batched:
             both = bool(self._record.only)
             self._batch.step(BOTH_WAIT_S if both else self._wait_s)
             for key, fallback in self._batch.take_fallbacks().items():
