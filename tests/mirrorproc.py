@@ -45,10 +45,24 @@ def with_test_engine(args: Sequence[str], env: Mapping[str, str] | None = None) 
         or merged.get("KMIRROR_PARTITIONING", "") == "hash"
         or "--provenance-header" in out
         or merged.get("KMIRROR_ENGINE")
+        or any("provenance.header.enabled=true" in _file_after(out, f) for f in _MM2_FLAGS)
     )
     if engine and out and out[0] == "run" and "--engine" not in out and not refused:
         out += ["--engine", engine]
     return out
+
+
+_MM2_FLAGS = ("--mm2-config", "--mm2.config")
+
+
+def _file_after(args: list[str], flag: str) -> str:
+    """The text of the file named after flag in args ("" without one)."""
+    if flag not in args or args.index(flag) + 1 >= len(args):
+        return ""
+    try:
+        return Path(args[args.index(flag) + 1]).read_text(encoding="utf-8").replace(" ", "")
+    except OSError:
+        return ""
 
 
 def free_port() -> int:
