@@ -44,6 +44,7 @@ def with_test_engine(args: Sequence[str], env: Mapping[str, str] | None = None) 
         "hash" in out
         or merged.get("KMIRROR_PARTITIONING", "") == "hash"
         or "--provenance-header" in out
+        or "--abort.on.send.failure" in out
         or merged.get("KMIRROR_ENGINE")
         or any("provenance.header.enabled=true" in _file_after(out, f) for f in _MM2_FLAGS)
     )

@@ -56,6 +56,11 @@ def engine_for(config: MirrorConfig, *, announce: bool = True) -> CopierFactory:
         why = "--partitioning hash re-partitions records"
     elif config.dr.provenance_header:
         why = "the provenance header changes every record's headers"
+    elif not config.abort_on_send_failure:
+        why = (
+            "abort.on.send.failure=false: the batch path does not yet re-send refused batches "
+            "from the last commit"
+        )
     else:
         try:
             connection_args(config.consumer_conf(), "source", 1)
@@ -150,6 +155,7 @@ class HybridCopier:
         self._pause: set[Key] = set()  # batch-path partitions the consumer must hold still
         self._seek: dict[Key, int] = {}  # record-path partitions waiting for their seek
         self._clean = False  # the last flush found nothing outstanding, nothing sent since
+        ctx.metrics.stats.elsewhere = self._batch_lag
 
     # -- the Copier shape ----------------------------------------------------------------------
 
@@ -212,6 +218,15 @@ class HybridCopier:
             self._record.close(timeout)
         finally:
             self._batch.close()
+
+    def _batch_lag(self) -> dict[Key, tuple[int, int]]:
+        """(source end, copied up to) of the batch-path partitions, for the lag metrics."""
+        out = {}
+        for key in self.router.batched:
+            hi, book = self._batch.high_watermark(key), self._book.get(*key)
+            if hi is not None and book is not None:
+                out[key] = (hi, book.acked)
+        return out
 
     # -- moving partitions ---------------------------------------------------------------------
 

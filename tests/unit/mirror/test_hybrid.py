@@ -45,6 +45,7 @@ def test_batch_with_hash_partitioning_is_refused_naming_the_fix() -> None:
 def test_auto_takes_the_record_path_for_what_batches_cannot_do() -> None:
     assert engine_for(config(engine="auto", partitioning="hash")) is RecordCopier
     assert engine_for(config(engine="auto", dr=DrConfig(provenance_header=True))) is RecordCopier
+    assert engine_for(config(engine="auto", abort_on_send_failure=False)) is RecordCopier
     kerberos = ClusterConfig(
         "source", "127.0.0.1:1", common={"security.protocol": "SASL_PLAINTEXT"}
     )

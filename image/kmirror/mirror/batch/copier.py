@@ -154,6 +154,10 @@ class BatchCopier:
         the first). Compare with SMALL_BATCH_RECORDS."""
         return self._per_batch.get(key)
 
+    def high_watermark(self, key: Key) -> int | None:
+        """The source partition's end offset as the last fetch saw it (lag metrics)."""
+        return self._fetcher.high_watermark(key)
+
     def take_fallbacks(self) -> dict[Key, Fallback]:
         """Partitions the batch path stopped (see the module doc), each at the source offset
         where the record path must continue. Everything before it is acknowledged and in the
