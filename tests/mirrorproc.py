@@ -33,6 +33,39 @@ __all__ = [
 ]
 
 
+def with_test_engine(args: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
+    """`run` argv with `--engine $KMIRROR_TEST_ENGINE` added (the same tests run on either
+    engine: KMIRROR_TEST_ENGINE=batch pytest ...), unless the test chose an engine itself or
+    asks for what the batch path refuses (hash partitioning, the provenance header)."""
+    engine = os.environ.get("KMIRROR_TEST_ENGINE", "").strip()
+    merged = {**os.environ, **(env or {})}
+    out = [*args]
+    refused = (
+        "hash" in out
+        or merged.get("KMIRROR_PARTITIONING", "") == "hash"
+        or "--provenance-header" in out
+        or "--abort.on.send.failure" in out
+        or merged.get("KMIRROR_ENGINE")
+        or any("provenance.header.enabled=true" in _file_after(out, f) for f in _MM2_FLAGS)
+    )
+    if engine and out and out[0] == "run" and "--engine" not in out and not refused:
+        out += ["--engine", engine]
+    return out
+
+
+_MM2_FLAGS = ("--mm2-config", "--mm2.config")
+
+
+def _file_after(args: list[str], flag: str) -> str:
+    """The text of the file named after flag in args ("" without one)."""
+    if flag not in args or args.index(flag) + 1 >= len(args):
+        return ""
+    try:
+        return Path(args[args.index(flag) + 1]).read_text(encoding="utf-8").replace(" ", "")
+    except OSError:
+        return ""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -76,7 +109,7 @@ class MirrorProcess(ProcessGroup):
         metrics_port: int | None = None,
     ) -> None:
         self.metrics_port = free_port() if metrics_port is None else metrics_port
-        self.args = [*args]
+        self.args = with_test_engine(args, env)
         if "--metrics-port" not in self.args and args and args[0] == "run":
             self.args += ["--metrics-port", str(self.metrics_port)]
         super().__init__([*KMIRROR, *self.args], log_path, env)
@@ -120,4 +153,6 @@ def run_cli(
     args: Sequence[str], timeout: float = 120.0, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run `kmirror <args>` to completion (env merged over os.environ); `.elapsed` = seconds."""
-    return run_to_end([*KMIRROR, *args], {**os.environ, **(env or {})}, timeout)
+    return run_to_end(
+        [*KMIRROR, *with_test_engine(args, env)], {**os.environ, **(env or {})}, timeout
+    )

@@ -80,6 +80,7 @@ class Contender:
     # kmirror --exactly-once: transactions committed every EOS_COMMIT_INTERVAL_MS; the copy is
     # complete when the source group (committed after each transaction) reaches the end.
     exactly_once: bool = False
+    engine: str = "record"  # kmirror's --engine
 
     @property
     def label(self) -> str:
@@ -87,6 +88,8 @@ class Contender:
             base = f"kmirror --num.streams {self.parallelism}"
             if self.exactly_once:
                 base += " --exactly-once"
+            if self.engine != "record":
+                base += f" --engine {self.engine}"
         else:
             base = f"MirrorMaker 2 tasks.max={self.parallelism}"
         return f"{base} [{self.variant}]" if self.variant else base
@@ -100,6 +103,8 @@ class Contender:
         }
         if self.exactly_once:
             out["exactly_once"] = {"offset.commit.interval.ms": EOS_COMMIT_INTERVAL_MS}
+        if self.kind == "kmirror":
+            out["engine"] = self.engine
         if self.kind == "mm2":
             out["producer"] = dict(MM2_PRODUCER)
             out["consumer"] = dict(MM2_CONSUMER)
@@ -140,10 +145,8 @@ class Contender:
             producer=self.producer,
             commit_interval_ms=EOS_COMMIT_INTERVAL_MS if self.exactly_once else None,
             extra=[
-                "--num.streams",
-                str(self.parallelism),
-                "--metrics-port",
-                "0",
+                *("--num.streams", str(self.parallelism), "--metrics-port", "0"),
+                *("--engine", self.engine),
                 *(["--exactly-once"] if self.exactly_once else []),
             ],
         )
@@ -234,6 +237,7 @@ def default_contenders() -> list[Contender]:
         Contender("kmirror-1", "kmirror", 1),
         Contender("kmirror-2", "kmirror", 2),
         Contender("kmirror-1-eos", "kmirror", 1, exactly_once=True),
+        Contender("kmirror-batch-1", "kmirror", 1, engine="batch"),
         Contender("mm2-1", "mm2", 1),
         Contender("mm2-2", "mm2", 2),
     ]

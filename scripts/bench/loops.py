@@ -19,7 +19,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import (
@@ -73,15 +73,25 @@ def payload(size: int) -> bytes:
     return os.urandom(size)
 
 
-def produce(bootstrap: str, topic: str, records: int, size: int, partitions: int) -> dict[str, Any]:
-    """records values of size bytes, no key, partition i % partitions; flushed and acknowledged."""
+def produce(
+    bootstrap: str,
+    topic: str,
+    records: int,
+    size: int,
+    partitions: int,
+    settings: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """records values of size bytes, no key, partition i % partitions; flushed and acknowledged.
+    settings: producer overrides (the shape of the source's batches: linger, codec)."""
     failed = [0]
 
     def on_delivery(err: KafkaError | None, msg: Message) -> None:
         if err is not None:
             failed[0] += 1
 
-    producer = Producer({**producer_conf(bootstrap), "on_delivery": on_delivery})
+    producer = Producer(
+        {**producer_conf(bootstrap), **(settings or {}), "on_delivery": on_delivery}
+    )
     value = payload(size)
     produce_ = producer.produce
     poll = producer.poll
@@ -147,13 +157,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     pp.add_argument("records", type=int)
     pp.add_argument("size", type=int)
     pp.add_argument("--partitions", type=int, default=8)
+    pp.add_argument("--set", action="append", default=[], help="producer setting KEY=VALUE")
     cp = sub.add_parser("consume")
     cp.add_argument("bootstrap")
     cp.add_argument("topic")
     cp.add_argument("records", type=int)
     args = p.parse_args(argv)
     if args.cmd == "produce":
-        out = produce(args.bootstrap, args.topic, args.records, args.size, args.partitions)
+        settings = dict(kv.split("=", 1) for kv in args.set)
+        out = produce(
+            args.bootstrap, args.topic, args.records, args.size, args.partitions, settings
+        )
     else:
         out = consume(args.bootstrap, args.topic, args.records)
     print(json.dumps(out))

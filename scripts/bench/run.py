@@ -56,6 +56,8 @@ class Workload:
     size: int
     partitions: int = 8
     latency: bool = False  # the fixed-rate latency phase runs after this workload's drain
+    # Source producer settings of the preload (how the source's record batches look).
+    producer: tuple[tuple[str, str], ...] = ()
 
     @property
     def topic(self) -> str:
@@ -78,6 +80,15 @@ class Plan:
     )
 
 
+def batch_shape_workloads(n: int) -> list[Workload]:
+    """Source batches as the batch path meets them: tiny (linger 0, 5 records per batch: where
+    the record path is cheaper) and lz4-compressed (copied compressed, never decoded)."""
+    return [
+        Workload("small", n, 100, producer=(("linger.ms", "0"), ("batch.num.messages", "5"))),
+        Workload("lz4", n, 100, producer=(("compression.type", "lz4"),)),
+    ]
+
+
 def make_plan(args: argparse.Namespace) -> Plan:
     if args.mode == "full":
         n = args.records or 1_000_000
@@ -88,6 +99,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
             workloads=[
                 Workload("100B", n, 100, latency=True),
                 Workload("1KB", args.records_1kb or 1_000_000, 1024),
+                *batch_shape_workloads(n),
             ],
             reps=args.reps or 3,
             latency_rate=args.latency_rate or 2000,
@@ -183,7 +195,10 @@ class Bench:
         kafkaio.create_topic(self.src, w.topic, w.partitions)
         self.progress.line(f"preload {w.name}: {w.records:,} records of {w.size} B → {w.topic}")
         res = self._loop(
-            ["produce", self.src, w.topic, str(w.records), str(w.size)],
+            [
+                *("produce", self.src, w.topic, str(w.records), str(w.size)),
+                *(f"--set={k}={v}" for k, v in w.producer),
+            ],
             f"preload-{w.name}",
         )
         ends = kafkaio.end_offsets(self.src, w.topic, w.partitions)
@@ -608,7 +623,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--records-1kb", type=int, help="records of the 1 KB workload (full 1000000)")
     ap.add_argument("--latency-rate", type=int, help="records/s of the latency phase")
     ap.add_argument("--latency-seconds", type=float, help="duration of the latency phase")
-    ap.add_argument("--workloads", help="comma list of workloads to run (100B,1KB)")
+    ap.add_argument("--workloads", help="comma list of workloads to run (100B,1KB,small,lz4)")
     ap.add_argument("--only", help="comma list of contender/ceiling names to run")
     ap.add_argument("--experiments", help="extra kmirror variants (scripts/bench/experiments.py)")
     ap.add_argument("--source-port", type=int)

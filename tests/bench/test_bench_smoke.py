@@ -20,7 +20,7 @@ import pytest
 pytestmark = pytest.mark.bench
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CONTENDERS = {"kmirror-1", "kmirror-2", "kmirror-1-eos", "mm2-1", "mm2-2"}
+CONTENDERS = {"kmirror-1", "kmirror-2", "kmirror-1-eos", "kmirror-batch-1", "mm2-1", "mm2-2"}
 CEILINGS = {"producer-perf", "python-produce", "python-consume"}
 
 
@@ -79,7 +79,7 @@ def test_summary_table_and_chart(smoke: Smoke) -> None:
     assert summary["all_verified"]
     for ws in summary["workloads"].values():
         assert set(ws["contenders"]) == CONTENDERS
-        for name in ("kmirror-1", "kmirror-2"):
+        for name in ("kmirror-1", "kmirror-2", "kmirror-batch-1"):
             s = ws["contenders"][name]
             assert s["ratio_vs_mm2_same"] > 0
             assert s["ratio_vs_python_produce"] > 0

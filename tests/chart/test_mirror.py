@@ -86,6 +86,7 @@ def test_minimal_values_render_the_documented_defaults() -> None:
         "KMIRROR_GROUPS_EXCLUDE": "console-consumer-.*, connect-.*, __.*",
         "KMIRROR_PROVENANCE_HEADER": "false",
         "KMIRROR_PARTITIONING": "same",
+        "KMIRROR_ENGINE": "record",
         "KMIRROR_REPLICATION_FACTOR": "-1",
         "KMIRROR_SYNC_TOPIC_CONFIGS_INTERVAL_S": "600",
         "KMIRROR_METRICS_PORT": "9404",
@@ -365,6 +366,10 @@ def test_mirroring_settings_reach_the_environment() -> None:
     assert env["LOG_LEVEL"] == "DEBUG"
     assert env["KMIRROR_LOG_FORMAT"] == "json"
     assert env["KMIRROR_STRICT"] == "true"
+
+
+def test_engine_reaches_the_environment() -> None:
+    assert _env(_with(engine="batch"))["KMIRROR_ENGINE"] == "batch"
 
 
 def test_disaster_recovery_values_reach_the_environment_and_the_config() -> None:

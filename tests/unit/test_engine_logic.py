@@ -141,6 +141,18 @@ def test_lag_from_librdkafka_statistics() -> None:
     assert reg.get_sample_value(copy, {"topic": "t", "partition": "2"}) is None
 
 
+def test_lag_of_partitions_the_batch_path_copies() -> None:
+    """The consumer holds them paused (its statistics are stale): the engine's figures win."""
+    metrics = WorkerMetrics(CollectorRegistry())
+    metrics.stats.elsewhere = lambda: {("t", 0): (500, 480)}
+    part = {"fetch_state": "active", "hi_offset": 100, "committed_offset": 40, "app_offset": -1001}
+    metrics.stats.update(json.dumps({"topics": {"t": {"partitions": {"0": part}}}}))
+    labels = {"topic": "t", "partition": "0"}
+    reg = metrics.registry
+    assert reg.get_sample_value("kmirror_mirror_lag_records", labels) == 460
+    assert reg.get_sample_value("kmirror_mirror_copy_lag_records", labels) == 20
+
+
 def test_streams_merge_into_one_exposition() -> None:
     merged = StreamsCollector()
     for sid in (0, 1):

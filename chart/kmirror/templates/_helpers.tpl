@@ -311,6 +311,7 @@ KMIRROR_GROUPS_EXCLUDE: {{ .groupsExclude | toString | quote }}
 KMIRROR_PROVENANCE_HEADER: {{ .provenanceHeader | toString | quote }}
 {{- end }}
 KMIRROR_PARTITIONING: {{ $v.partitioning | quote }}
+KMIRROR_ENGINE: {{ $v.engine | quote }}
 KMIRROR_REPLICATION_FACTOR: {{ $v.replicationFactor | int64 | toString | quote }}
 KMIRROR_SYNC_TOPIC_CONFIGS_INTERVAL_S: {{ $v.syncTopicConfigsIntervalSeconds | int64 | toString | quote }}
 {{- with $v.progressTopic }}

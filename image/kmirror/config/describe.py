@@ -39,6 +39,7 @@ def describe(config: MirrorConfig) -> str:
         + f" (always excluded: {', '.join(c.topics.default_excludes)})",
         f"target names:   {rename}",
         f"partitioning:   {c.partitioning}",
+        f"engine:         {c.engine}",
         f"start offset:   {start} (for partitions without a committed offset)",
         f"streams:        {c.num_streams}",
         f"commit every:   {c.offset_commit_interval_ms} ms",

@@ -189,6 +189,12 @@ ENV_VARS: tuple[EnvVar, ...] = (
     ),
     EnvVar("KMIRROR_PARTITIONING", "same (source partition number) or hash (re-partition)", "same"),
     EnvVar(
+        "KMIRROR_ENGINE",
+        "record (copy record by record), batch (copy source record batches as they are; "
+        "partitioning same) or auto (batches where they pay off, records otherwise)",
+        "record",
+    ),
+    EnvVar(
         "KMIRROR_REPLICATION_FACTOR",
         "Replication factor of topics created on the target (-1 = the source topic's when the "
         "target has enough brokers, else the target broker's default)",

@@ -24,6 +24,7 @@ from kmirror.config.mm2 import load_mm2
 from kmirror.config.model import (
     DEFAULT_NUM_STREAMS,
     DEFAULT_OFFSET_COMMIT_INTERVAL_MS,
+    ENGINES,
     MirrorConfig,
     RenamePolicy,
 )
@@ -71,6 +72,12 @@ _COMMON = (
         "true (default): stop when the target refuses a record; false: keep retrying",
     ),
     ("--partitioning", "partitioning", "same (default): keep the source partition; hash"),
+    (
+        "--engine",
+        "engine",
+        "record (default): copy record by record; batch: copy source record batches as they "
+        "are (--partitioning same); auto: batches where they pay off",
+    ),
     ("--rename-policy", "rename_policy", "identity (same topic names) or prefix (<alias>.topic)"),
     ("--source-alias", "source_alias", "alias used by the prefix rename policy"),
     (
@@ -112,6 +119,7 @@ _METAVARS = {
     "num_streams": "N", "offset_commit_interval_ms": "MS", "abort_on_send_failure": "BOOL",
     "this_bootstrap_servers": "HOST:PORT,...", "external_bootstrap_servers": "HOST:PORT,...",
     "external_cluster_type": "SOURCE|DESTINATION", "partitioning": "same|hash",
+    "engine": "record|batch|auto",
     "rename_policy": "identity|prefix", "source_alias": "ALIAS", "replication_factor": "N",
     "group_id": "GROUP", "progress_topic": "TOPIC", "metrics_port": "PORT", "log_level": "LEVEL",
     "log_format": "text|json", "refresh_topics_interval_s": "SECONDS", "clusters": "ALIAS,...",
@@ -291,6 +299,9 @@ def _common(
     partitioning = pick("partitioning", "KMIRROR_PARTITIONING")
     if partitioning is not None:
         changes["partitioning"] = _choice(partitioning, ("same", "hash"), "--partitioning")
+    engine = pick("engine", "KMIRROR_ENGINE")
+    if engine is not None:
+        changes["engine"] = _choice(engine, ENGINES, "--engine")
     kind = pick("rename_policy", "KMIRROR_RENAME_POLICY")
     alias = pick("source_alias", "KMIRROR_SOURCE_ALIAS")
     target_alias = pick("target_alias", "KMIRROR_TARGET_ALIAS")

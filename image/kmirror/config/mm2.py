@@ -34,10 +34,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
+from typing import Literal, cast
 
 from kmirror.config.dr import DR_SETTINGS, dr_from_mm2
 from kmirror.config.model import (
     DEFAULT_CONFIG_EXCLUDES,
+    ENGINES,
     ClusterConfig,
     MirrorConfig,
     RenamePolicy,
@@ -69,6 +71,7 @@ _FLOW_SETTINGS = frozenset(
         "progress.topic",
         "exactly.once.support",
         "exactly.once.source.support",
+        "kmirror.engine",
         *DR_SETTINGS,
     }
 )
@@ -193,6 +196,7 @@ def load_mm2(
         ),
         progress_topic_name=setting("progress.topic") or "",
         exactly_once=_exactly_once(setting, path),
+        engine=_engine(setting("kmirror.engine")),
         dialect="mm2",
         dr=dr_from_mm2(setting),
         notes=tuple(notes),
@@ -221,6 +225,13 @@ def _exactly_once(setting: Callable[[str], str | None], path: str) -> bool:
             )
         on = on or values[value.strip().lower()]
     return on
+
+
+def _engine(value: str | None) -> Literal["record", "batch", "auto"]:
+    engine = (value or "record").strip().lower()
+    if engine not in ENGINES:
+        raise ConfigError(f"kmirror.engine must be record, batch or auto, not {value!r}")
+    return cast(Literal["record", "batch", "auto"], engine)
 
 
 def _rank(key: str, aliases: list[str]) -> int:

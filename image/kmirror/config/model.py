@@ -282,6 +282,7 @@ class DrConfig:
 # Defaults every dialect, flag help text and the environment table use (MirrorMaker 1's own).
 DEFAULT_NUM_STREAMS = 1
 DEFAULT_OFFSET_COMMIT_INTERVAL_MS = 60_000
+ENGINES = ("record", "batch", "auto")
 
 
 @dataclass(frozen=True)
@@ -297,6 +298,10 @@ class MirrorConfig:
     offset_commit_interval_ms: int = DEFAULT_OFFSET_COMMIT_INTERVAL_MS
     abort_on_send_failure: bool = True
     partitioning: Literal["same", "hash"] = "same"
+    # How records are copied (kmirror.mirror.hybrid): "record" hands each record to a producer;
+    # "batch" copies source record batches as they are (--partitioning same only); "auto" uses
+    # the batch path where it can and pays off, the record path otherwise.
+    engine: Literal["record", "batch", "auto"] = "record"
     # Where a partition without a committed offset starts; "none" = fail instead (Java's
     # auto.offset.reset=none). A committed offset that no longer exists always fails.
     auto_offset_reset: Literal["earliest", "latest", "none"] = "earliest"
@@ -352,6 +357,14 @@ class MirrorConfig:
             txn.check(self)
         if self.partitioning not in ("same", "hash"):
             raise ConfigError(f"--partitioning must be 'same' or 'hash', not {self.partitioning!r}")
+        if self.engine not in ENGINES:
+            raise ConfigError(f"--engine must be record, batch or auto, not {self.engine!r}")
+        if self.engine == "batch" and self.partitioning == "hash":
+            raise ConfigError(
+                "--engine batch copies record batches to the same partition number and cannot "
+                "re-partition: use --partitioning same, or --engine auto (the record path for "
+                "hash partitioning)"
+            )
         for p in self.config_excludes:
             _compile(p, "config.properties.exclude")
         # MM2's topic rules follow the rename policy: no topic goes back where it came from,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -28,13 +28,24 @@ class LibrdkafkaStats(Collector):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._lag: dict[tuple[str, int], tuple[int, int]] = {}
+        # Partitions the consumer does not fetch (the batch path: kmirror.mirror.hybrid):
+        # their (source end, copy position) from the engine, read at each statistics update.
+        self.elsewhere: Callable[[], dict[tuple[str, int], tuple[int, int]]] | None = None
 
     def update(self, stats_json: str) -> None:
         stats: dict[str, Any] = json.loads(stats_json)
         lag: dict[tuple[str, int], tuple[int, int]] = {}
+        elsewhere = self.elsewhere() if self.elsewhere is not None else {}
         for topic, tstats in stats.get("topics", {}).items():
             for pid, p in tstats.get("partitions", {}).items():
                 partition = int(pid)
+                other = elsewhere.get((topic, partition))
+                if other is not None:
+                    hi, position = other
+                    committed = int(p.get("committed_offset", -1))
+                    base = committed if committed >= 0 else max(int(p.get("lo_offset", 0)), 0)
+                    lag[(topic, partition)] = (max(hi - base, 0), max(hi - position, 0))
+                    continue
                 # -1 is librdkafka's internal UA partition; only fetched partitions count.
                 if partition < 0 or p.get("fetch_state") in (None, "none", "stopped"):
                     continue

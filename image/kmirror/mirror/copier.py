@@ -76,7 +76,7 @@ class RecordCopier:
         self._client_errors = ctx.client_errors
         self._check = ctx.check  # the stream acts on what the latch recorded (may raise, rewind)
         self._batch = ctx.consume_batch
-        self._timeout = ctx.consume_timeout_s
+        self.consume_timeout_s = ctx.consume_timeout_s  # the hybrid engine lowers it
         self._same = config.partitioning == "same"
         rename = config.rename
         self._origin = (
@@ -85,6 +85,10 @@ class RecordCopier:
             else None
         )
         self._acked = 0
+        # The partitions this copier copies; None: every partition the book has. The hybrid
+        # engine (kmirror.mirror.hybrid) sets it: the others are on the batch path, and what
+        # the consumer still delivers of them (before their pause took hold) is not copied.
+        self.only: set[Key] | None = None
         # --partitioning same: per target partition, what is in flight (see the module doc).
         self._flight: dict[str, dict[int, _InFlight]] = {}
         self._rewinds = 0
@@ -144,7 +148,7 @@ class RecordCopier:
         for per in self._flight.values():
             for flight in per.values():
                 flight.settle()
-        parts = self._book.items()
+        parts = [(k, b) for k, b in self._book.items() if self.only is None or k in self.only]
         if not parts or self._consuming:
             return
         asked = [TopicPartition(t, p) for (t, p), _ in parts]
@@ -175,7 +179,7 @@ class RecordCopier:
         self._consuming = True
         try:
             msgs = self._consumer.consume(self._batch, 0)
-            return msgs or self._consumer.consume(1, self._timeout)
+            return msgs or self._consumer.consume(1, self.consume_timeout_s)
         finally:
             self._consuming = False
 
@@ -218,6 +222,8 @@ class RecordCopier:
                     per = flights[dst] = {}
                 flight = per.get(partition)
                 if flight is None:
+                    if self.only is not None and (topic, partition) not in self.only:
+                        continue  # on the batch path (kmirror.mirror.hybrid)
                     book = self._book.get(topic, partition)
                     if book is None:
                         # Revoked while consume() gathered this batch: the new owner copies

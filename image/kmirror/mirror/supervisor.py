@@ -34,6 +34,7 @@ from kmirror.logsetup import configure
 from kmirror.metrics.aggregate import StreamsCollector, snapshot
 from kmirror.metrics.http import HealthServer
 from kmirror.metrics.worker import WorkerMetrics
+from kmirror.mirror.hybrid import engine_for
 from kmirror.mirror.lifeline import (
     ParentWatch,
     SnapshotQueue,
@@ -104,7 +105,8 @@ def stream_main(
         except Exception as exc:  # a full pipe must never stop the copy, but is reported
             failures.failed(exc)
 
-    stream = Stream(config, metrics, stop, stream_id, on_tick=publish, tuning=tuning)
+    engine = engine_for(config, announce=False)
+    stream = Stream(config, metrics, stop, stream_id, on_tick=publish, tuning=tuning, engine=engine)
     code = 0
     try:
         stream.run()
@@ -316,4 +318,5 @@ class Supervisor:
 
 
 def run_mirror(config: MirrorConfig, tuning: Tuning = DEFAULT_TUNING) -> int:
+    engine_for(config)  # refuses (ConfigError) what the chosen engine cannot do, before a start
     return Supervisor(config, tuning=tuning).run()

@@ -139,6 +139,8 @@ def test_env_stands_in_for_common_flags_only_when_set() -> None:
         {"KMIRROR_RENAME_POLICY": "prefix", "KMIRROR_SOURCE_ALIAS": "dc1", "LOG_LEVEL": "DEBUG"},
     )
     assert (c.target_topic("t"), c.log_level) == ("dc1.t", "DEBUG")
+    assert load([*KUDO], {"KMIRROR_ENGINE": "auto"}).engine == "auto"
+    assert load([*KUDO, "--engine", "batch"], {"KMIRROR_ENGINE": "auto"}).engine == "batch"
     c = load([*KUDO], {"KMIRROR_SYNC_TOPIC_CONFIGS_INTERVAL_S": "120"})
     assert c.sync_topic_configs_interval_s == 120
     # mm2's prefix policy is not overridden by KMIRROR_RENAME_POLICY's documented default.
@@ -149,6 +151,7 @@ def test_env_stands_in_for_common_flags_only_when_set() -> None:
     ("flag", "value", "message"),
     [
         ("--partitioning", "random", "--partitioning must be same or hash"),
+        ("--engine", "turbo", "--engine must be record or batch or auto"),
         ("--rename-policy", "suffix", "--rename-policy must be identity or prefix"),
         ("--log-format", "xml", "--log-format must be text or json"),
         ("--log-level", "LOUD", "unknown log level"),

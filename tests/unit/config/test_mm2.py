@@ -129,6 +129,16 @@ def test_flow_settings_win_over_global(write: Write) -> None:
     assert c.config_excludes == ("retention\\..*",)
 
 
+def test_engine_key(write: Write) -> None:
+    path = write("mm2.properties", BASE + "a->b.enabled=true\n")
+    assert load_mm2(path, environ={}).engine == "record"
+    path = write("mm2.properties", BASE + "a->b.enabled=true\na->b.kmirror.engine=batch\n")
+    assert load_mm2(path, environ={}).engine == "batch"
+    path = write("mm2.properties", BASE + "a->b.enabled=true\nkmirror.engine=turbo\n")
+    with pytest.raises(ConfigError, match=r"kmirror\.engine must be record, batch or auto"):
+        load_mm2(path, environ={})
+
+
 def test_replication_policies(write: Write) -> None:
     path = write("mm2.properties", BASE + "a->b.enabled=true\nreplication.policy.separator=_\n")
     assert load_mm2(path, environ={}).target_topic("t") == "a_t"

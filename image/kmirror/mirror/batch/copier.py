@@ -154,6 +154,10 @@ class BatchCopier:
         the first). Compare with SMALL_BATCH_RECORDS."""
         return self._per_batch.get(key)
 
+    def high_watermark(self, key: Key) -> int | None:
+        """The source partition's end offset as the last fetch saw it (lag metrics)."""
+        return self._fetcher.high_watermark(key)
+
     def take_fallbacks(self) -> dict[Key, Fallback]:
         """Partitions the batch path stopped (see the module doc), each at the source offset
         where the record path must continue. Everything before it is acknowledged and in the
@@ -181,6 +185,11 @@ class BatchCopier:
         while self._session.unacknowledged and time.monotonic() < deadline:
             self._turn(min(0.1, deadline - time.monotonic()), fetch=False)
         return not self._session.unacknowledged
+
+    @property
+    def unacknowledged(self) -> int:
+        """Batches handed to the target and not acknowledged yet."""
+        return self._session.unacknowledged
 
     def close(self) -> None:
         self._source.close()

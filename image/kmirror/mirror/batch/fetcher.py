@@ -40,6 +40,7 @@ class Position:
     max_bytes: int
     generation: int = 0
     retry_at: float = 0.0
+    high_watermark: int = -1  # the source's end, as the last fetch response said
 
 
 @dataclass
@@ -84,6 +85,11 @@ class Fetcher:
     def position(self, key: Key) -> int | None:
         pos = self._positions.get(key)
         return None if pos is None else pos.offset
+
+    def high_watermark(self, key: Key) -> int | None:
+        """The source partition's end offset from the last fetch response (None before)."""
+        pos = self._positions.get(key)
+        return None if pos is None or pos.high_watermark < 0 else pos.high_watermark
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -176,6 +182,7 @@ class Fetcher:
                 log.warning("fetch %s[%s]: error code %s, retrying", key[0], key[1], code)
             self._retry([key])
             return None
+        pos.high_watermark = max(pos.high_watermark, int(part.high_watermark))
         batches, cut = split(part.records or b"")
         batches = [b for b in batches if b.next_offset > pos.offset]
         if not batches:

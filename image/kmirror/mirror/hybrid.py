@@ -1,0 +1,330 @@
+"""The engine choice (`--engine`) and the hybrid copier: the batch path and the record path
+behind one `Copier` (kmirror.mirror.engine), per partition.
+
+Every assigned partition starts on the batch path (kmirror.mirror.batch): the group consumer
+keeps it paused, the batch copier fetches and produces it. A partition moves to the record path
+(RecordCopier, the same consumer and a confluent-kafka producer) when
+
+- the batch path cannot copy a batch byte for byte (a *fallback*: compacted batches, old message
+  formats, LogAppendTime, a position inside a batch). The batch copier stops the partition at
+  that batch once everything before it is acknowledged; the record path continues at exactly
+  that offset (seek, resume): no gap, no duplicate, and the progress book keeps the partition;
+- (`--engine auto` only) its source batches stay small: a record batch costs the batch path a
+  produce round trip's worth of CPU, so below SMALL_BATCH_RECORDS records per batch a producer
+  that re-batches is cheaper (docs/architecture.md, "The batch path"). Measured at clean points
+  (a commit's flush found nothing outstanding), ROUTE_CHECKS times in a row.
+
+A partition on the record path tries the batch path again after a backoff (batches may have
+grown, a compacted stretch may be behind), only at a clean point, so the book's acknowledged
+offset is the exact position where the batch path starts.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from confluent_kafka import KafkaException, TopicPartition
+
+from kmirror.config.model import MirrorConfig
+from kmirror.errors import ConfigError
+from kmirror.mirror.batch.copier import SMALL_BATCH_RECORDS, BatchCopier
+from kmirror.mirror.batch.settings import connection_args
+from kmirror.mirror.copier import RecordCopier
+from kmirror.mirror.engine import CopierContext, CopierFactory, Key
+
+log = logging.getLogger(__name__)
+
+ROUTE_CHECKS = 2  # clean points in a row with small batches before a partition moves
+PROBE_BACKOFF_S = 30.0  # first wait before a record-path partition tries the batch path again
+MAX_PROBE_BACKOFF_S = 600.0
+BOTH_WAIT_S = 0.02  # the batch step's wait while the record path also has partitions
+OFFSETS_TIMEOUT_S = 30
+
+
+def engine_for(config: MirrorConfig, *, announce: bool = True) -> CopierFactory:
+    """The copier factory for config.engine. `batch` refuses what the batch path cannot do
+    (ConfigError naming the fix); `auto` takes the record path for it, with one log line
+    (`announce`: the supervisor's; its streams ask again quietly)."""
+    if config.engine == "record":
+        return RecordCopier
+    why = None
+    if config.exactly_once:
+        why = "--exactly-once writes through transactional producers (the record path)"
+    elif config.partitioning == "hash":  # ("batch" with hash is refused by the config model)
+        why = "--partitioning hash re-partitions records"
+    elif config.dr.provenance_header:
+        why = "the provenance header changes every record's headers"
+    elif not config.abort_on_send_failure:
+        why = (
+            "abort.on.send.failure=false: the batch path does not yet re-send refused batches "
+            "from the last commit"
+        )
+    else:
+        try:
+            connection_args(config.consumer_conf(), "source", 1)
+            connection_args(config.producer_conf(), "target", 1)
+        except ConfigError as exc:
+            why = str(exc)
+    if why is not None:
+        if config.engine == "batch":
+            raise ConfigError(
+                f"--engine batch cannot copy this mirror: {why}. Use --engine auto (the "
+                "record path where batches cannot be copied) or --engine record"
+            )
+        if announce:
+            log.info("engine auto: the record path copies everything (%s)", why)
+        return RecordCopier
+    return functools.partial(HybridCopier, adaptive=config.engine == "auto")
+
+
+@dataclass
+class Route:
+    batch: bool = True
+    small: int = 0  # clean points in a row with small source batches
+    probe_at: float = 0.0  # record path: when to try the batch path again
+    backoff: float = PROBE_BACKOFF_S
+
+
+@dataclass
+class Router:
+    """Which path each partition takes, and when it moves (no broker: unit-tested)."""
+
+    adaptive: bool
+    threshold: float = SMALL_BATCH_RECORDS
+    checks: int = ROUTE_CHECKS
+    routes: dict[Key, Route] = field(default_factory=dict)
+    batched: set[Key] = field(default_factory=set)  # the keys on the batch path (per step)
+
+    def add(self, key: Key) -> None:
+        self.routes[key] = Route()
+        self.batched.add(key)
+
+    def remove(self, key: Key) -> None:
+        self.routes.pop(key, None)
+        self.batched.discard(key)
+
+    def on_batch(self, key: Key) -> bool:
+        route = self.routes.get(key)
+        return route is not None and route.batch
+
+    def small(self, key: Key, records_per_batch: float | None) -> bool:
+        """A clean point's measurement of a batch-path partition: True = move it to the record
+        path now (auto only: its batches stayed below the threshold `checks` times)."""
+        route = self.routes.get(key)
+        if not self.adaptive or route is None or not route.batch or records_per_batch is None:
+            return False
+        if records_per_batch >= self.threshold:
+            route.small = 0
+            route.backoff = PROBE_BACKOFF_S  # batches pay off: a later move starts afresh
+            return False
+        route.small += 1
+        return route.small >= self.checks
+
+    def to_record(self, key: Key, now: float) -> None:
+        route = self.routes.setdefault(key, Route())
+        route.batch, route.small = False, 0
+        self.batched.discard(key)
+        route.probe_at = now + route.backoff
+        route.backoff = min(route.backoff * 2, MAX_PROBE_BACKOFF_S)
+
+    def to_batch(self, key: Key) -> None:
+        route = self.routes.setdefault(key, Route())
+        route.batch, route.small = True, 0
+        self.batched.add(key)
+
+    def due(self, now: float) -> list[Key]:
+        """Record-path partitions whose next try of the batch path is due."""
+        return sorted(k for k, r in self.routes.items() if not r.batch and r.probe_at <= now)
+
+    def batch_keys(self) -> list[Key]:
+        return sorted(self.batched)
+
+
+class HybridCopier:
+    def __init__(self, ctx: CopierContext, *, adaptive: bool) -> None:
+        self._ctx = ctx
+        self._consumer = ctx.consumer
+        self._book = ctx.book
+        self._record = RecordCopier(ctx)
+        self._record.only = set()
+        self._batch = BatchCopier(ctx.config, ctx.book, ctx.metrics)
+        self.router = Router(adaptive)
+        self._wait_s = ctx.consume_timeout_s
+        self._pause: set[Key] = set()  # batch-path partitions the consumer must hold still
+        self._seek: dict[Key, int] = {}  # record-path partitions waiting for their seek
+        self._clean = False  # the last flush found nothing outstanding, nothing sent since
+        ctx.metrics.stats.elsewhere = self._batch_lag
+
+    # -- the Copier shape ----------------------------------------------------------------------
+
+    def connect(self, deadline: float) -> None:
+        self._record.connect(deadline)
+
+    def assign(self, starts: Mapping[Key, int]) -> None:
+        positions = {k: self._resolve(k, o) for k, o in starts.items()}
+        for key in positions:
+            self.router.add(key)
+        self._to_batch(positions)
+
+    def revoke(self, keys: Iterable[Key]) -> None:
+        keys = list(keys)
+        self._batch.revoke(keys)
+        self._record.revoke(keys)
+        assert self._record.only is not None
+        for key in keys:
+            self._record.only.discard(key)
+            self._pause.discard(key)
+            self._seek.pop(key, None)
+            self.router.remove(key)
+
+    def step(self) -> None:
+        if self._clean:
+            self._reroute()
+        self._clean = False
+        self._hold()
+        if self.router.batched:
+            both = bool(self._record.only)
+            self._batch.step(BOTH_WAIT_S if both else self._wait_s)
+            for key, fallback in self._batch.take_fallbacks().items():
+                self.router.to_record(key, time.monotonic())
+                self._to_record(key, fallback.offset)
+            # The consumer still serves the group (callbacks) and the record path: no wait.
+            self._record.consume_timeout_s = 0.0
+        else:
+            self._record.consume_timeout_s = self._wait_s
+        self._record.step()
+        self._clean = False
+
+    def flush(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        batch_done = self._batch.flush(timeout)
+        remaining = self._record.flush(max(deadline - time.monotonic(), 0.0))
+        if not batch_done:
+            remaining += max(self._batch.unacknowledged, 1)
+        self._clean = not remaining and not self._ctx.latch.failures and not self._seek
+        return remaining
+
+    def rewind(self, positions: Mapping[Key, int]) -> None:
+        on_batch = {k: o for k, o in positions.items() if self.router.on_batch(k)}
+        on_record = {k: o for k, o in positions.items() if k not in on_batch}
+        if on_record:
+            self._record.rewind(on_record)
+        self._restart_batch({k: self._resolve(k, o) for k, o in on_batch.items()})
+
+    def close(self, timeout: float) -> None:
+        try:
+            self._record.close(timeout)
+        finally:
+            self._batch.close()
+
+    def _batch_lag(self) -> dict[Key, tuple[int, int]]:
+        """(source end, copied up to) of the batch-path partitions, for the lag metrics."""
+        out = {}
+        for key in self.router.batched:
+            hi, book = self._batch.high_watermark(key), self._book.get(*key)
+            if hi is not None and book is not None:
+                out[key] = (hi, book.acked)
+        return out
+
+    # -- moving partitions ---------------------------------------------------------------------
+
+    def _to_batch(self, positions: Mapping[Key, int]) -> None:
+        """The batch path copies these partitions from these source offsets."""
+        if not positions:
+            return
+        committed = {k: b.committed for k in positions if (b := self._book.get(*k)) is not None}
+        self._record.revoke(positions)  # nothing in flight: only forgets its runs
+        assert self._record.only is not None
+        for key in positions:
+            self._record.only.discard(key)
+            self._seek.pop(key, None)
+            self.router.to_batch(key)
+        self._batch.assign({k: (self._target(k[0]), o) for k, o in positions.items()})
+        for key, offset in committed.items():
+            self._book[key].committed = offset  # assign() opened the book afresh
+        self._pause.update(positions)
+
+    def _to_record(self, key: Key, offset: int) -> None:
+        """The record path copies this partition from `offset` (the batch path let it go)."""
+        self._pause.discard(key)
+        self._seek[key] = offset
+        self._hold()
+
+    def _restart_batch(self, positions: Mapping[Key, int]) -> None:
+        """Batch-path partitions start again at these offsets (a rewind, a move to the record
+        path). Nothing is in flight; the book keeps its runs and committed offset."""
+        books = {k: b for k in positions if (b := self._book.get(*k)) is not None}
+        self._batch.revoke(positions)  # closes their books
+        for (topic, partition), book in books.items():
+            fresh = self._book.open(topic, partition, positions[(topic, partition)], book.runs)
+            fresh.committed = book.committed
+        self._to_batch(positions)
+
+    def _reroute(self) -> None:
+        """At a clean point: small-batch partitions to the record path, due ones back."""
+        now = time.monotonic()
+        for key in self.router.batch_keys():
+            if self.router.small(key, self._batch.records_per_batch(key)):
+                book = self._book.get(*key)
+                if book is None:
+                    continue
+                log.info(
+                    "%s[%d] moves to the record path at offset %d: source batches average "
+                    "%.1f records (below %d)",
+                    key[0],
+                    key[1],
+                    book.acked,
+                    self._batch.records_per_batch(key) or 0.0,
+                    SMALL_BATCH_RECORDS,
+                )
+                self._batch.revoke([key])  # closes the book: open it again where it was
+                fresh = self._book.open(key[0], key[1], book.acked, book.runs)
+                fresh.committed = book.committed
+                self.router.to_record(key, now)
+                self._to_record(key, book.acked)
+        due = {k: b.acked for k in self.router.due(now) if (b := self._book.get(*k)) is not None}
+        if due:
+            log.info("trying the batch path again for %d partition(s)", len(due))
+            self._to_batch(due)
+        # Re-pause them all: the subscription resumes partitions whose targets came online.
+        self._pause.update(self.router.batch_keys())
+        self._hold()
+
+    def _hold(self) -> None:
+        """Pause batch-path partitions in the consumer; seek and resume record-path ones.
+        A partition the consumer has not taken yet (inside its assignment callback) is tried
+        again at the next step."""
+        if self._pause:
+            tps = [TopicPartition(t, p) for t, p in sorted(self._pause)]
+            try:
+                self._consumer.pause(tps)
+                self._pause.clear()
+            except KafkaException as exc:
+                log.debug("pause deferred: %s", exc)
+        for key, offset in list(self._seek.items()):
+            tp = TopicPartition(key[0], key[1], offset)
+            try:
+                self._consumer.seek(tp)
+                self._consumer.resume([TopicPartition(key[0], key[1])])
+            except KafkaException as exc:
+                log.debug("seek %s[%d] deferred: %s", key[0], key[1], exc)
+                continue
+            del self._seek[key]
+            assert self._record.only is not None
+            self._record.only.add(key)  # only now: what it delivers is from `offset` on
+
+    def _resolve(self, key: Key, offset: int) -> int:
+        """A logical start (OFFSET_BEGINNING) as the real offset the batch path fetches."""
+        if offset >= 0:
+            return offset
+        low, _ = self._consumer.get_watermark_offsets(
+            TopicPartition(*key), timeout=OFFSETS_TIMEOUT_S, cached=False
+        )
+        return int(low)
+
+    def _target(self, topic: str) -> str:
+        return self._ctx.targets.get(topic) or self._ctx.config.target_topic(topic)

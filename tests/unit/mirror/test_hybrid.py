@@ -1,0 +1,122 @@
+"""The engine choice and the hybrid copier's routing decisions, without a broker."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kmirror.config.model import ClusterConfig, DrConfig, MirrorConfig
+from kmirror.errors import ConfigError
+from kmirror.mirror.copier import RecordCopier
+from kmirror.mirror.hybrid import PROBE_BACKOFF_S, HybridCopier, Router, engine_for
+
+pytestmark = pytest.mark.unit
+
+KEY = ("t", 0)
+
+
+def config(**changes: object) -> MirrorConfig:
+    base = MirrorConfig(
+        source=ClusterConfig("source", "127.0.0.1:1"),
+        target=ClusterConfig("target", "127.0.0.1:2"),
+        group_id="g",
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_record_engine_is_the_record_copier() -> None:
+    assert engine_for(config()) is RecordCopier
+
+
+def test_batch_engine_is_the_hybrid_copier() -> None:
+    factory = engine_for(config(engine="batch"))
+    assert getattr(factory, "func", None) is HybridCopier
+    assert getattr(factory, "keywords", None) == {"adaptive": False}
+    auto = engine_for(config(engine="auto"))
+    assert getattr(auto, "keywords", None) == {"adaptive": True}
+
+
+def test_batch_with_hash_partitioning_is_refused_naming_the_fix() -> None:
+    with pytest.raises(ConfigError, match="use --partitioning same, or --engine auto"):
+        config(engine="batch", partitioning="hash")
+
+
+def test_auto_takes_the_record_path_for_what_batches_cannot_do() -> None:
+    assert engine_for(config(engine="auto", partitioning="hash")) is RecordCopier
+    assert engine_for(config(engine="auto", dr=DrConfig(provenance_header=True))) is RecordCopier
+    assert engine_for(config(engine="auto", abort_on_send_failure=False)) is RecordCopier
+    kerberos = ClusterConfig(
+        "source", "127.0.0.1:1", common={"security.protocol": "SASL_PLAINTEXT"}
+    )
+    assert engine_for(config(engine="auto", source=kerberos)) is RecordCopier
+
+
+def test_batch_refuses_security_settings_it_cannot_do() -> None:
+    kerberos = ClusterConfig(
+        "source", "127.0.0.1:1", common={"security.protocol": "SASL_PLAINTEXT"}
+    )
+    with pytest.raises(ConfigError, match=r"--engine batch cannot copy this mirror.*GSSAPI"):
+        engine_for(config(engine="batch", source=kerberos))
+
+
+def test_unknown_engine_is_refused() -> None:
+    with pytest.raises(ConfigError, match="--engine must be record, batch or auto"):
+        config(engine="fast")
+
+
+def test_every_partition_starts_on_the_batch_path() -> None:
+    router = Router(adaptive=True)
+    router.add(KEY)
+    assert router.on_batch(KEY)
+    assert router.batch_keys() == [KEY]
+
+
+def test_small_batches_move_only_after_consecutive_checks_and_only_with_auto() -> None:
+    router = Router(adaptive=True, threshold=40, checks=2)
+    router.add(KEY)
+    assert not router.small(KEY, 5.0)
+    assert not router.small(KEY, 500.0)  # a big one resets the count
+    assert not router.small(KEY, 5.0)
+    assert router.small(KEY, 5.0)
+    fixed = Router(adaptive=False, threshold=40, checks=1)
+    fixed.add(KEY)
+    assert not fixed.small(KEY, 1.0)
+
+
+def test_no_measurement_no_move() -> None:
+    router = Router(adaptive=True, checks=1)
+    router.add(KEY)
+    assert not router.small(KEY, None)
+
+
+def test_a_record_path_partition_tries_batches_again_after_a_growing_backoff() -> None:
+    router = Router(adaptive=True)
+    router.add(KEY)
+    router.to_record(KEY, now=100.0)
+    assert not router.on_batch(KEY)
+    assert router.due(100.0 + PROBE_BACKOFF_S - 1) == []
+    assert router.due(100.0 + PROBE_BACKOFF_S) == [KEY]
+    router.to_batch(KEY)
+    assert router.on_batch(KEY) and router.due(1e9) == []
+    router.to_record(KEY, now=200.0)  # fell back again: waits twice as long
+    assert router.due(200.0 + PROBE_BACKOFF_S) == []
+    assert router.due(200.0 + 2 * PROBE_BACKOFF_S) == [KEY]
+
+
+def test_batches_that_pay_off_reset_the_backoff() -> None:
+    router = Router(adaptive=True)
+    router.add(KEY)
+    router.to_record(KEY, now=0.0)
+    router.to_batch(KEY)
+    assert not router.small(KEY, 1000.0)
+    router.to_record(KEY, now=0.0)
+    assert router.due(PROBE_BACKOFF_S) == [KEY]
+
+
+def test_revoked_partitions_are_forgotten() -> None:
+    router = Router(adaptive=True)
+    router.add(KEY)
+    router.remove(KEY)
+    assert not router.on_batch(KEY) and router.batch_keys() == []
+    assert not router.small(KEY, 1.0)
