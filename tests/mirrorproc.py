@@ -36,7 +36,8 @@ __all__ = [
 def with_test_engine(args: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
     """`run` argv with `--engine $KMIRROR_TEST_ENGINE` added (the same tests run on either
     engine: KMIRROR_TEST_ENGINE=batch pytest ...), unless the test chose an engine itself or
-    asks for what the batch path refuses (hash partitioning, the provenance header)."""
+    asks for what the batch path refuses (hash partitioning, the provenance header, retries
+    after refused sends, OAUTHBEARER, Kerberos, PKCS#12 keystores)."""
     engine = os.environ.get("KMIRROR_TEST_ENGINE", "").strip()
     merged = {**os.environ, **(env or {})}
     out = [*args]
@@ -47,6 +48,11 @@ def with_test_engine(args: Sequence[str], env: Mapping[str, str] | None = None) 
         or "--abort.on.send.failure" in out
         or merged.get("KMIRROR_ENGINE")
         or any("provenance.header.enabled=true" in _file_after(out, f) for f in _MM2_FLAGS)
+        or any(
+            word in _file_after(out, f).upper()
+            for f in (*_MM2_FLAGS, *_CLIENT_FLAGS)
+            for word in _BATCH_REFUSES
+        )
     )
     if engine and out and out[0] == "run" and "--engine" not in out and not refused:
         out += ["--engine", engine]
@@ -54,6 +60,10 @@ def with_test_engine(args: Sequence[str], env: Mapping[str, str] | None = None) 
 
 
 _MM2_FLAGS = ("--mm2-config", "--mm2.config")
+_CLIENT_FLAGS = ("--consumer.config", "--producer.config")
+# Security settings the batch path refuses (kmirror.mirror.batch.settings): such a test runs on
+# the record engine.
+_BATCH_REFUSES = ("OAUTHBEARER", "GSSAPI", "KEYSTORE.LOCATION", "AWS_MSK_IAM")
 
 
 def _file_after(args: list[str], flag: str) -> str:
