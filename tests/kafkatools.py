@@ -391,3 +391,31 @@ __all__ = [
     "unique",
     "wait_until",
 ]
+
+
+COMPACTED = {
+    "cleanup.policy": "compact",
+    "segment.ms": "100",
+    "min.cleanable.dirty.ratio": "0.01",
+    "min.compaction.lag.ms": "0",
+}
+
+
+def compacted_source(bootstrap: str, make_topic: Callable[..., str]) -> str:
+    """A compacted topic whose log was compacted: 100 keys never written again (whole batches
+    compaction leaves as they are), then keys repeated within batches (compaction leaves gaps
+    inside them). Returns its name once the cleaner has run (the local clusters compact within
+    seconds)."""
+    topic = make_topic(bootstrap, config=COMPACTED)
+    produce(bootstrap, topic, [{"key": b"u%d" % i, "value": b"u"} for i in range(100)])
+    for rnd in range(4):
+        rows = [{"key": b"k%d" % (i % 40), "value": b"r%d-%d" % (rnd, i)} for i in range(200)]
+        produce(bootstrap, topic, rows, **{"enable.idempotence": False})
+        time.sleep(0.2)  # a segment per round, so the cleaner has closed segments to compact
+
+    def compacted() -> bool:
+        produce(bootstrap, topic, [{"key": b"poke", "value": b"x"}])
+        return len(consume_all(bootstrap, topic)) < 900
+
+    wait_until(compacted, 60, interval=1.0, message=f"compaction of {topic}")
+    return topic

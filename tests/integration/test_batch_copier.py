@@ -17,11 +17,11 @@ from tests.conftest import MakeTopic
 from tests.integration.batchcopy import assert_translates, copy_all, mirror_config, raw_batches
 from tests.kafkatools import (
     Clusters,
+    compacted_source,
     consume_all,
     end_offsets,
     list_topics,
     produce,
-    wait_until,
 )
 
 pytestmark = pytest.mark.integration
@@ -105,30 +105,8 @@ def test_transactional_source_copies_committed_and_skips_aborted(
 def test_compacted_source_copies_dense_batches_and_hands_the_rest_to_the_record_path(
     clusters: Clusters, make_topic: MakeTopic
 ) -> None:
-    compact = {
-        "cleanup.policy": "compact",
-        "segment.ms": "100",
-        "min.cleanable.dirty.ratio": "0.01",
-        "min.compaction.lag.ms": "0",
-    }
-    src = make_topic(clusters.source_bootstrap, config=compact)
+    src = compacted_source(clusters.source_bootstrap, make_topic)
     dst = make_topic(clusters.target_bootstrap, name=src)
-    # Keys that are never written again: a batch compaction leaves whole (copied as is).
-    produce(
-        clusters.source_bootstrap, src, [{"key": b"u%d" % i, "value": b"u"} for i in range(100)]
-    )
-    for rnd in range(4):
-        # Keys repeated within the batch: compaction leaves gaps inside it.
-        rows = [{"key": b"k%d" % (i % 40), "value": b"r%d-%d" % (rnd, i)} for i in range(200)]
-        produce(clusters.source_bootstrap, src, rows, **{"enable.idempotence": False})
-        time.sleep(0.2)  # a segment per round, so the cleaner has closed segments to compact
-
-    def compacted() -> bool:
-        produce(clusters.source_bootstrap, src, [{"key": b"poke", "value": b"x"}])
-        return len(consume_all(clusters.source_bootstrap, src)) < 900
-
-    # The log cleaner of the local clusters compacts within seconds.
-    wait_until(compacted, 60, interval=1.0, message=f"compaction of {src}")
     config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
     book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
     source = consume_all(clusters.source_bootstrap, src)

@@ -4,7 +4,6 @@ source's records byte for byte either way."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +13,14 @@ from tests.conftest import MakeTopic
 from tests.integration.batchcopy import raw_batches
 from tests.integration.test_batch_copier import _transactions, records
 from tests.integration.test_mirror import assert_same
-from tests.kafkatools import Clusters, consume_all, end_offsets, produce, wait_until
+from tests.kafkatools import (
+    Clusters,
+    compacted_source,
+    consume_all,
+    end_offsets,
+    produce,
+    wait_until,
+)
 from tests.mirrorproc import MirrorProcess, mirror_args
 
 pytestmark = pytest.mark.integration
@@ -34,28 +40,7 @@ def run_batch(tmp_path: Path, clusters: Clusters, group: str, topic: str) -> lis
 def test_compacted_source_moves_to_the_record_path_mid_topic(
     tmp_path: Path, clusters: Clusters, make_topic: MakeTopic, unique_name: Callable[[str], str]
 ) -> None:
-    compact = {
-        "cleanup.policy": "compact",
-        "segment.ms": "100",
-        "min.cleanable.dirty.ratio": "0.01",
-        "min.compaction.lag.ms": "0",
-    }
-    topic = make_topic(clusters.source_bootstrap, config=compact)
-    # Keys never written again (whole batches the batch path copies), then keys repeated
-    # within batches (compaction leaves gaps inside them: the record path's part).
-    produce(
-        clusters.source_bootstrap, topic, [{"key": b"u%d" % i, "value": b"u"} for i in range(100)]
-    )
-    for rnd in range(4):
-        rows = [{"key": b"k%d" % (i % 40), "value": b"r%d-%d" % (rnd, i)} for i in range(200)]
-        produce(clusters.source_bootstrap, topic, rows, **{"enable.idempotence": False})
-        time.sleep(0.2)  # a segment per round, so the cleaner has closed segments to compact
-
-    def compacted() -> bool:
-        produce(clusters.source_bootstrap, topic, [{"key": b"poke", "value": b"x"}])
-        return len(consume_all(clusters.source_bootstrap, topic)) < 900
-
-    wait_until(compacted, 60, interval=1.0, message=f"compaction of {topic}")
+    topic = compacted_source(clusters.source_bootstrap, make_topic)
     src = consume_all(clusters.source_bootstrap, topic)
     args = run_batch(tmp_path, clusters, unique_name("g"), topic)
     with MirrorProcess(args, tmp_path / "mirror.log") as m:

@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kmirror.config.secret import read_secret_text
 from kmirror.errors import ConfigError
 
 
@@ -260,13 +261,4 @@ def get(name: str, environ: Mapping[str, str] | None = None) -> str:
 def read_secret_file(name: str, environ: Mapping[str, str] | None = None) -> str | None:
     """Content of the file a *_FILE variable names (trailing newline stripped), or None."""
     path = get(name, environ)
-    if not path:
-        return None
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read().rstrip("\r\n")
-    except OSError as exc:
-        raise ConfigError(
-            f"{name} names {path!r}, which cannot be read ({exc.strerror}): mount the secret "
-            "there or fix the path"
-        ) from exc
+    return read_secret_text(path, name) if path else None
