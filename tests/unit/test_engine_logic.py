@@ -168,11 +168,13 @@ def test_streams_merge_into_one_exposition() -> None:
 
 def test_stream_readiness() -> None:
     assert not StreamState().ready
-    assert StreamState(connected=True, subscribed=0).ready  # nothing to mirror yet
-    assert not StreamState(connected=True, subscribed=2, assigned=0).ready
-    assert StreamState(connected=True, subscribed=2, assigned=1).ready
+    assert StreamState(connected=True, selected=0).ready  # nothing to mirror yet
+    # Topics to mirror, not subscribed yet (their target partitions are not online): the
+    # stream has work it is not doing, so a test or rollout must not treat it as started.
+    assert not StreamState(connected=True, selected=2, assigned=0).ready
+    assert StreamState(connected=True, selected=2, assigned=1).ready
     # An idle member of a working group (more streams than partitions) is ready.
-    assert StreamState(connected=True, subscribed=2, assigned=0, joined=True).ready
+    assert StreamState(connected=True, selected=2, assigned=0, joined=True).ready
 
 
 def test_log4j_patterns_and_levels() -> None:

@@ -37,7 +37,9 @@ class StreamState:
 
     heartbeat: float = field(default_factory=time.time)
     connected: bool = False
-    subscribed: int = 0
+    # Source topics the selection matches, counted before their target topics are prepared:
+    # a stream still waiting for those (a slow or stopped target) has work and is not ready.
+    selected: int = 0
     assigned: int = 0
     # The group gave this stream an assignment (possibly empty): it is a member (/readyz).
     joined: bool = False
@@ -45,8 +47,9 @@ class StreamState:
     @property
     def ready(self) -> bool:
         # A stream the group gave nothing (streams x replicas > partitions) is an idle member
-        # of a working group: ready. Not ready is waiting for the first assignment.
-        return self.connected and (self.assigned > 0 or self.subscribed == 0 or self.joined)
+        # of a working group: ready; so is one whose selection matches no topic yet. Not ready
+        # is waiting for the first assignment, or for the target topics it must subscribe to.
+        return self.connected and (self.assigned > 0 or self.selected == 0 or self.joined)
 
     # Assigned partitions paused because their target partitions have no leader yet.
     waiting: int = 0
@@ -142,6 +145,7 @@ class Subscription:
         self.state.connected = True
         source = {n: len(t.partitions) for n, t in md.topics.items() if t.error is None}
         selected = self._config.topics.select(set(source))
+        self.state.selected = len(selected)
         if selected != self._subscribed:
             self._topics.ensure({t: source[t] for t in selected})
             if selected:
@@ -162,7 +166,6 @@ class Subscription:
                     self._config.topics.exclude,
                 )
             self._subscribed = selected
-            self.state.subscribed = len(selected)
             self.targets = {t: self._config.target_topic(t) for t in selected}
         elif {t: source[t] for t in selected} != self._source_counts:
             # Partition growth on the source: create the target partitions before the group

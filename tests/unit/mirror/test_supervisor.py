@@ -60,7 +60,7 @@ def test_a_lost_snapshot_is_logged(caplog: pytest.LogCaptureFixture) -> None:
 
 def test_liveness_failure_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     sup = Supervisor(config(), CollectorRegistry())
-    sup._states[0] = {"heartbeat": 1.0, "connected": True, "subscribed": 1, "assigned": 1}
+    sup._states[0] = {"heartbeat": 1.0, "connected": True, "selected": 1, "assigned": 1}
     with caplog.at_level(logging.ERROR, "kmirror.mirror.supervisor"):
         assert not sup.healthy()[0]
         assert not sup.healthy()[0]
@@ -69,7 +69,7 @@ def test_liveness_failure_is_logged_once(caplog: pytest.LogCaptureFixture) -> No
 
 def test_idle_member_of_the_group_is_ready() -> None:
     sup = Supervisor(config(num_streams=2), CollectorRegistry())
-    base = {"heartbeat": 1.0, "connected": True, "subscribed": 1}
+    base = {"heartbeat": 1.0, "connected": True, "selected": 1}
     sup._states[0] = {**base, "assigned": 1, "joined": True}
     sup._states[1] = {**base, "assigned": 0, "joined": False}
     assert sup.ready() == (False, "stream 1 waiting for its first assignment")
