@@ -224,15 +224,17 @@ class Stream:
                 break
             log.warning("send failed, retrying in %.0fs: %s", backoff, detail)
             self._wait(backoff)
-            self._latch.clear_failures()
-            # Until nothing is in flight: a late report must not meet the re-sent records.
+            seen = len(self._latch.failures)
+            # Until nothing is in flight: a late report must not meet the re-sent records. The
+            # failures stay recorded meanwhile, so the flush settles nothing into the book:
+            # what failed never counts as acknowledged, not even until the rewind below.
             remaining = self._drain(copier, self._flush_timeout, stoppable=True)
-            if not remaining and not self._latch.failures:
+            more = self._latch.failures[seen:]
+            if not remaining and not more:
                 break
             backoff = min(backoff * 2, MAX_RETRY_BACKOFF_S)
-            if self._latch.failures:
-                first = self._latch.failures[0]
-                detail = f"{len(self._latch.failures)} more record(s) failed: {first.error.str()}"
+            if more:
+                detail = f"{len(more)} more record(s) failed: {more[0].error.str()}"
                 self._latch.raise_permanent()
             else:
                 detail = f"{remaining} record(s) still unacknowledged"

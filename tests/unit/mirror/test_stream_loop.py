@@ -20,6 +20,7 @@ from kmirror.errors import ClusterError, CommitError
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.engine import CopierContext
 from kmirror.mirror.latch import FailureLatch
+from kmirror.mirror.progress import PartitionBook
 from kmirror.mirror.stream import Stream, Tuning
 from kmirror.mirror.subscription import Start, StreamState, Subscription
 from kmirror.mirror.topics import PartitionsOfflineError
@@ -134,6 +135,37 @@ def test_retrying_failed_sends_reports_liveness_and_rewinds_to_the_last_commit()
     assert copier.rewound == {("t", 0): 5}
     assert book.acked == 5  # nothing past the last commit counts until re-sent
     assert not s._latch.failures
+
+
+class SettlingCopier(FakeCopier):
+    """Like the record copier: a flush with no failure recorded settles everything handed into
+    the book, up to the consumer's position (here 20, past the failed records)."""
+
+    def __init__(self, latch: FailureLatch, book: PartitionBook) -> None:
+        super().__init__(latch)
+        self.book = book
+        self.settled_past_failure = False
+
+    def flush(self, timeout: float) -> int:
+        if not self.latch.failures:
+            self.book.skip(20)
+            self.settled_past_failure = True
+        return 0
+
+
+def test_a_retry_never_settles_the_failed_records_as_acknowledged() -> None:
+    s = stream(config(abort_on_send_failure=False), [])
+    book = s._book.open("t", 0, 5)
+    book.committed = 5
+    s._restart[("t", 0)] = 5
+    copier = SettlingCopier(s._latch, book)
+    s._copier = copier  # type: ignore[assignment]
+    s._latch.send_failed("t", 0, KafkaError(KafkaError._MSG_TIMED_OUT))
+    s._check()
+    # A commit in between (a revocation, a stop) would otherwise have covered what failed.
+    assert not copier.settled_past_failure
+    assert copier.rewound == {("t", 0): 5}
+    assert book.acked == 5
 
 
 def test_a_stop_whose_final_commit_fails_is_reported() -> None:
