@@ -48,7 +48,7 @@ typecheck: venv ## mypy --strict on both packages
 TEST_MARKERS ?= not slow and not k8s
 
 test: setup lint typecheck ## The suite: lint, types, unit, integration, bad input, chart, image, spark, security, short faults
-	$(PYTEST) -m "$(TEST_MARKERS)" $(PYTEST_ARGS)
+	$(PYTEST) -m "$(TEST_MARKERS)" --durations=40 $(PYTEST_ARGS)
 
 test-unit: venv ## Pure-logic tests, no broker
 	$(PYTEST) -m unit $(PYTEST_ARGS)
