@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from kmirror.config import oauth
-from kmirror.entrypoint.render import CONSUMER, PRODUCER, build_plan, write_files
+from kmirror.entrypoint.render import build_plan, plan_config
 from tests.chart import chartlib
 from tests.chart.chartlib import SecretRef
-from tests.unit.config.conftest import load
 
 pytestmark = pytest.mark.chart
 
@@ -56,9 +55,7 @@ def test_rendered_environment_gives_the_mirror_its_token_providers(
     env["SINK_CLUSTER_SASL_OAUTHBEARER_CLIENT_SECRET_FILE"] = str(secret)
     env["KMIRROR_CONFIG_DIR"] = str(tmp_path / "rendered")
     monkeypatch.setattr("kmirror.entrypoint.render.load_env_file", lambda *_: {})
-    d = write_files(build_plan(env))
-    config = load(["--consumer.config", str(d / CONSUMER), "--producer.config",
-                   str(d / PRODUCER), "--whitelist", ".*"])  # fmt: skip
+    config = plan_config(build_plan(env))  # what the entrypoint hands to the mirror
     token = config.consumer_conf()["oauth_cb"]
     assert isinstance(token, oauth.MskIamToken)
     assert (token.region, token.role_arn) == (

@@ -149,11 +149,11 @@ def test_num_streams() -> None:
 
 
 def test_exactly_once_reaches_the_entrypoint() -> None:
-    from kmirror.entrypoint.render import mirror_options
+    from kmirror.entrypoint.render import build_plan, plan_config
 
     env = T(_with(exactlyOnce=True)).configmap
     assert env["EXACTLY_ONCE"] == "true"
-    assert "--exactly-once" in mirror_options(env)
+    assert plan_config(build_plan(env)).exactly_once is True
 
 
 # -------------------------------------------------------------------------------- image

@@ -47,7 +47,7 @@ def test_topic_values_become_run_flags(
     values = {**minimal, "topicRefreshIntervalSeconds": 30, "createTopics": False}
     args = mirror(helm_template(values))["args"]
     assert args == ["--refresh-topics-interval-s", "30", "--no-create-topics"]
-    # The entrypoint adds them to its `kmirror run`: they must be flags that command knows.
+    # The entrypoint applies them as `kmirror run` flags: they must be flags that command knows.
     parsed = build_parser().parse_args(["run", "--consumer.config", "c", *args])
     assert parsed.no_create_topics is True and parsed.refresh_topics_interval_s == "30"
 

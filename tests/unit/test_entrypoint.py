@@ -1,5 +1,5 @@
 """The container entrypoint without a container: the plan it builds from the environment, the
-files it writes, what it logs, how it hands over to the mirror."""
+files it writes, what it logs, the configuration it hands to the mirror."""
 
 from __future__ import annotations
 
@@ -16,9 +16,17 @@ from pathlib import Path
 import pytest
 
 from kmirror.cli import main as cli_main
+from kmirror.cli import run as cli_run
+from kmirror.config.model import MirrorConfig
 from kmirror.config.secret import Secret
-from kmirror.entrypoint import commands
-from kmirror.entrypoint.render import CONSUMER, LOG4J, PRODUCER, build_plan, write_files
+from kmirror.entrypoint.render import (
+    CONSUMER,
+    LOG4J,
+    PRODUCER,
+    build_plan,
+    plan_config,
+    write_files,
+)
 from kmirror.errors import ConfigError
 
 pytestmark = pytest.mark.unit
@@ -157,16 +165,16 @@ def test_kudo_names_override_the_seed_names(environ: dict[str, str]) -> None:
         "MIRROR_MAKER_ABORT_ON_SEND_FAILURE": "no",
     }
     options = build_plan(env).options
-    assert options == (
-        "--whitelist",
-        "b",
-        "--num.streams",
-        "5",
-        "--offset.commit.interval.ms",
-        "1000",
-        "--abort.on.send.failure",
-        "false",
-    )
+    assert options == {
+        "whitelist": "b",
+        "num_streams": "5",
+        "offset_commit_interval_ms": "1000",
+        "abort_on_send_failure": "false",
+    }
+    config = plan_config(build_plan(env))
+    assert config.topics.include == ("b",)
+    assert (config.num_streams, config.offset_commit_interval_ms) == (5, 1000)
+    assert config.abort_on_send_failure is False
 
 
 # --------------------------------------------------------------------------- KUDO mode
@@ -352,6 +360,28 @@ def test_render_checks_like_run(
     assert "linger.ms" in capsys.readouterr().err
 
 
+class FakeStart:
+    """Stands in for the mirror (`kmirror.cli.run.start`): records the configuration."""
+
+    def __init__(self, code: int = 0) -> None:
+        self.code = code
+        self.configs: list[MirrorConfig] = []
+
+    def __call__(self, config: MirrorConfig) -> int:
+        self.configs.append(config)
+        return self.code
+
+
+def _entrypoint_args(*args: str) -> argparse.Namespace:
+    return cli_main.build_parser().parse_args(["entrypoint", *args])
+
+
+def _run_entrypoint(*args: str) -> int:
+    parsed = _entrypoint_args(*args)
+    code: int = parsed.handler(parsed)
+    return code
+
+
 @pytest.mark.usefixtures("restore_logging")
 def test_entrypoint_writes_logs_masked_and_runs_the_mirror(
     environ: dict[str, str],
@@ -377,24 +407,53 @@ def test_entrypoint_writes_logs_masked_and_runs_the_mirror(
     for key in ("KMIRROR_PARTITIONING", "SOURCE_CLUSTER_CONSUMER_GROUP"):
         monkeypatch.setenv(key, "")
         monkeypatch.delenv(key)
-    seen: list[list[str]] = []
-
-    def fake_main(argv: list[str]) -> int:
-        seen.append(list(argv))
-        assert os.environ["KMIRROR_PARTITIONING"] == "hash"  # the .env reaches the mirror
-        return 7
-
-    monkeypatch.setattr(cli_main, "main", fake_main)
-    code = commands.entrypoint(argparse.Namespace())
+    start = FakeStart(code=7)
+    monkeypatch.setattr(cli_run, "start", start)
+    code = _run_entrypoint()
     log = capsys.readouterr().err
     assert code == 7  # the mirror's code is the container's
-    assert seen and seen[0][:2] == ["run", "--consumer.config"]
+    (config,) = start.configs
+    assert config.dialect == "mm1"
+    assert config.group_id == "from-dotenv"
+    assert config.partitioning == "hash"  # the .env reaches the mirror
+    assert config.source.bootstrap_servers == "src:9092"
+    assert config.target.bootstrap_servers == "dst:9092"
+    password = config.source.common["sasl.password"]
+    assert isinstance(password, Secret) and password.reveal() == "very-secret-pw"
     rendered = Path(environ["KMIRROR_CONFIG_DIR"]) / CONSUMER
-    assert "group.id=from-dotenv" in rendered.read_text()
+    assert "group.id=from-dotenv" in rendered.read_text()  # written for people to read
     assert "very-secret-pw" in rendered.read_text()
     assert "very-secret-pw" not in log
     assert "sasl.password=***" in log
     assert "starting: kmirror run --consumer.config" in log
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_rendered_values_reach_the_mirror_verbatim(
+    environ: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A '$' in a rendered value is part of it: the mirror never reads the files back, so
+    nothing can take it for an unrendered placeholder."""
+    group = "team-$SOURCE_CLUSTER_BOOTSTRAP_SERVERS-${X}"
+    for key, value in {**environ, **BASE, "SOURCE_CLUSTER_CONSUMER_GROUP": group}.items():
+        monkeypatch.setenv(key, value)
+    start = FakeStart()
+    monkeypatch.setattr(cli_run, "start", start)
+    assert _run_entrypoint() == 0
+    assert start.configs[0].group_id == group
+
+
+def test_the_loaded_configuration_is_the_files_configuration(environ: dict[str, str]) -> None:
+    """What the entrypoint hands on is what `kmirror run` builds from the written files (the
+    command it logs), so people can rerun it by hand."""
+    env = {**environ, **BASE, "WHITELISTED_TOPICS": "orders", "EXACTLY_ONCE": "true",
+           "KMIRROR_EXTRA_PRODUCER_PROPERTIES": "linger.ms=20"}  # fmt: skip
+    plan = build_plan(env)
+    write_files(plan)
+    from_files = cli_main.build_parser().parse_args(plan.argv())
+    from kmirror.config.loader import load_config
+
+    assert plan_config(plan) == load_config(from_files, plan.environ)
 
 
 @pytest.mark.usefixtures("restore_logging")
@@ -404,38 +463,47 @@ def test_sigterm_before_the_mirror_starts_exits_0(
     for key, value in {**environ, **BASE}.items():
         monkeypatch.setenv(key, value)
 
-    def slow_main(argv: list[str]) -> int:
+    def slow_start(config: MirrorConfig) -> int:
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)
         raise AssertionError("SIGTERM did not stop the entrypoint")
 
-    monkeypatch.setattr(cli_main, "main", slow_main)
+    monkeypatch.setattr(cli_run, "start", slow_start)
     before = signal.getsignal(signal.SIGTERM)
-    assert commands.entrypoint(argparse.Namespace()) == 0
+    assert _run_entrypoint() == 0
     assert signal.getsignal(signal.SIGTERM) is before
 
 
 # ------------------------------------------------------------- arguments (Kubernetes `args`)
 
 
-def _entrypoint_args(*args: str) -> argparse.Namespace:
-    return cli_main.build_parser().parse_args(["entrypoint", *args])
-
-
 @pytest.mark.usefixtures("restore_logging")
-def test_flags_after_entrypoint_reach_the_rendered_run(
-    environ: dict[str, str], monkeypatch: pytest.MonkeyPatch
+def test_flags_after_entrypoint_reach_the_mirror(
+    environ: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for key, value in {**environ, **BASE, "WHITELISTED_TOPICS": "a"}.items():
+        monkeypatch.setenv(key, value)
+    start = FakeStart()
+    monkeypatch.setattr(cli_run, "start", start)
+    args = ("--no-create-topics", "--refresh-topics-interval-s", "30", "--whitelist", "b")
+    assert _run_entrypoint(*args) == 0
+    (config,) = start.configs
+    assert config.create_topics is False
+    assert config.refresh_topics_interval_s == 30
+    assert config.topics.include == ("b",)  # a flag wins over the environment
+    assert capsys.readouterr().err.count("--no-create-topics --refresh-topics-interval-s 30") == 1
+
+
+def test_a_file_flag_after_entrypoint_is_refused(
+    environ: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     for key, value in {**environ, **BASE}.items():
         monkeypatch.setenv(key, value)
-    seen: list[list[str]] = []
-    monkeypatch.setattr(cli_main, "main", lambda argv: seen.append(list(argv)) or 0)
-    args = _entrypoint_args("--no-create-topics", "--refresh-topics-interval-s", "30")
-    assert commands.entrypoint(args) == 0
-    assert seen[0][:2] == ["run", "--consumer.config"]
-    assert seen[0][-3:] == ["--no-create-topics", "--refresh-topics-interval-s", "30"]
-    # ... and they are real `kmirror run` flags: the rendered command line loads with them.
-    assert cli_main.build_parser().parse_args(seen[0]).no_create_topics is True
+    monkeypatch.setattr(cli_run, "start", FakeStart())
+    mine = str(tmp_path / "mine.properties")
+    assert cli_main.main(["entrypoint", "--consumer.config", mine]) == 2
+    with pytest.raises(ConfigError, match=r"--consumer.config cannot follow .*run --consumer"):
+        plan_config(build_plan({**environ, **BASE}), ["--consumer.config", mine])
 
 
 def test_a_command_after_entrypoint_runs_as_given_without_rendering(
@@ -446,11 +514,11 @@ def test_a_command_after_entrypoint_runs_as_given_without_rendering(
     seen: list[list[str]] = []
     monkeypatch.setattr(cli_main, "main", lambda argv: seen.append(list(argv)) or 3)
     mm2 = str(tmp_path / "mm2.properties")
-    assert commands.entrypoint(_entrypoint_args("run", "--mm2-config", mm2, "--flow", "a->b")) == 3
+    assert _run_entrypoint("run", "--mm2-config", mm2, "--flow", "a->b") == 3
     assert seen == [["run", "--mm2-config", mm2, "--flow", "a->b"]]
     assert not Path(environ["KMIRROR_CONFIG_DIR"]).exists()
 
 
 def test_entrypoint_help(capsys: pytest.CaptureFixture[str]) -> None:
-    assert commands.entrypoint(_entrypoint_args("--help")) == 0
-    assert "run --mm2-config" in capsys.readouterr().out
+    assert _run_entrypoint("--help") == 0
+    assert "run --mm2-config" in " ".join(capsys.readouterr().out.split())

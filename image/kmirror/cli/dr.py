@@ -65,14 +65,13 @@ def failover_cmd(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from kmirror.cli.main import _cmd
     from kmirror.config.loader import add_config_arguments
 
     for name, text, handler in (
         ("offsets", "read-only: a consumer group's offsets on both clusters, translated, lag",
-         "offsets_cmd"),
+         offsets_cmd),
         ("failover", "move a consumer group to the target at its checkpointed offsets",
-         "failover_cmd"),
+         failover_cmd),
     ):  # fmt: skip
         cmd = sub.add_parser(name, help=text)
         add_config_arguments(cmd)
@@ -81,4 +80,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             cmd.add_argument("--json", action="store_true", help="machine-readable on stdout")
         else:
             cmd.add_argument("--dry-run", action="store_true", help="print, write nothing")
-        cmd.set_defaults(handler=_cmd("kmirror.cli.dr", handler))
+        cmd.set_defaults(handler=handler)

@@ -63,12 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     env_docs = sub.add_parser("env-docs", help="print every environment variable as markdown")
     env_docs.set_defaults(handler=_cmd("kmirror.cli.envdocs", "env_docs"))
 
-    try:
-        entry = importlib.import_module("kmirror.entrypoint.commands")
-    except ModuleNotFoundError:
-        entry = None
-    if entry is not None:
-        entry.register(sub)
+    from kmirror.cli import entrypoint
+
+    entrypoint.register(sub, dispatch=main)
     return parser
 
 

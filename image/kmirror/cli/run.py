@@ -6,6 +6,7 @@ import argparse
 import logging
 
 from kmirror.config.loader import load_config
+from kmirror.config.model import MirrorConfig
 from kmirror.mirror.stream import DEFAULT_TUNING, Tuning
 from kmirror.mirror.supervisor import configure_logging, run_mirror
 
@@ -13,7 +14,11 @@ log = logging.getLogger("kmirror")
 
 
 def run(args: argparse.Namespace, tuning: Tuning = DEFAULT_TUNING) -> int:
-    config = load_config(args)
+    return start(load_config(args), tuning)
+
+
+def start(config: MirrorConfig, tuning: Tuning = DEFAULT_TUNING) -> int:
+    """Run the mirror with a loaded configuration (`kmirror run`, the container entrypoint)."""
     configure_logging(config)
     for note in config.notes:
         log.warning("config: %s", note)

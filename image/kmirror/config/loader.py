@@ -28,6 +28,7 @@ from kmirror.config.model import (
     MirrorConfig,
     RenamePolicy,
 )
+from kmirror.config.properties import PropertiesFile
 from kmirror.config.values import enforce_strict, parse_bool, parse_float, parse_int
 from kmirror.errors import ConfigError
 
@@ -328,7 +329,8 @@ def _common(
     if port is not None:
         changes["metrics_port"] = parse_int(port, "--metrics-port", minimum=0)
     level, pattern = None, None
-    if _text(a.get("log4j_config")):
+    log4j = a.get("log4j_config")  # a path, or the entrypoint's rendered file
+    if isinstance(log4j, PropertiesFile) or _text(log4j):
         level, pattern, log_notes = read_log4j(a["log4j_config"])
         notes += log_notes
         changes["log_pattern"] = pattern

@@ -7,17 +7,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kmirror.config.properties import load_properties
+from kmirror.config.properties import PropertiesFile, load_properties
 from kmirror.config.values import unrendered
 from kmirror.errors import ConfigError
 
 LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL", "CRITICAL", "OFF")
 
 
-def read_log4j(path: str) -> tuple[str | None, str | None, list[str]]:
-    """(root level, layout pattern, notes) from a log4j 1 or log4j 2 properties file."""
-    props = load_properties(path)
-    unrendered({k: v for k, v in props.items() if "rootLogger" in k}, f"log4j config {path}")
+def read_log4j(path: str | PropertiesFile) -> tuple[str | None, str | None, list[str]]:
+    """(root level, layout pattern, notes) from a log4j 1 or log4j 2 properties file (a path,
+    or a file already in memory: the entrypoint's)."""
+    if isinstance(path, PropertiesFile):
+        props = dict(path.props)
+    else:
+        props = load_properties(path)
+        unrendered({k: v for k, v in props.items() if "rootLogger" in k}, f"log4j config {path}")
     level, pattern = _log4j2(props) if _is_log4j2(props) else _log4j1(props)
     notes: list[str] = []
     if level is not None:

@@ -16,7 +16,7 @@ from kmirror.config.model import (
     TopicSelection,
     split_patterns,
 )
-from kmirror.config.properties import load_properties
+from kmirror.config.properties import PropertiesFile, load_properties
 from kmirror.config.translate import Translation, translate
 from kmirror.config.values import parse_int, unrendered
 from kmirror.errors import ConfigError
@@ -28,8 +28,8 @@ _COMMIT = "offset.commit.interval.ms"
 
 
 def load_mm1(
-    consumer_config: str | None,
-    producer_config: str | None,
+    consumer_config: str | PropertiesFile | None,
+    producer_config: str | PropertiesFile | None,
     *,
     whitelist: str | None,
     blacklist: str | None = None,
@@ -38,7 +38,8 @@ def load_mm1(
     abort_on_send_failure: bool | None = None,
     group_id: str | None = None,
 ) -> MirrorConfig:
-    """Build the model from MirrorMaker 1 options (already parsed from flags). `group_id`
+    """Build the model from MirrorMaker 1 options (already parsed from flags). The client
+    configurations are file paths, or files already in memory (the entrypoint's). `group_id`
     (--group-id) replaces the consumer file's group.id."""
     if not consumer_config or not producer_config:
         missing = " and ".join(
@@ -59,14 +60,9 @@ def load_mm1(
             "payments', or --whitelist '.*' to mirror every topic"
         )
     notes: list[str] = []
-    consumer_props = load_properties(consumer_config)
-    producer_props = load_properties(producer_config)
     cwhere, pwhere = f"consumer config {consumer_config}", f"producer config {producer_config}"
-    # Files the image's entrypoint rendered are final: a '$' in them is a real value.
-    if not _rendered_by_kmirror(consumer_config):
-        unrendered(consumer_props, cwhere)
-    if not _rendered_by_kmirror(producer_config):
-        unrendered(producer_props, pwhere)
+    consumer_props = _read(consumer_config, cwhere)
+    producer_props = _read(producer_config, pwhere)
 
     commit_ms = offset_commit_interval_ms
     for props, where in ((consumer_props, cwhere), (producer_props, pwhere)):
@@ -89,13 +85,13 @@ def load_mm1(
     producer = translate(producer_props, "producer", pwhere, security_to_common=True)
     notes += consumer.notes + producer.notes
     if group_id is None:
-        group_id = _group_id(consumer, consumer_config)
+        group_id = _group_id(consumer, str(consumer_config))
     elif consumer.group_id is not None:
         notes.append(f"{cwhere}: group.id replaced by --group-id {group_id}")
     if producer.group_id is not None:
         notes.append(f"{pwhere}: group.id has no effect on a producer; ignored")
-    source = _cluster("source", consumer, consumer_config, "source")
-    target = _cluster("target", producer, producer_config, "target")
+    source = _cluster("source", consumer, str(consumer_config), "source")
+    target = _cluster("target", producer, str(producer_config), "target")
     # An MM1 consumer file without auto.offset.reset starts new partitions at the beginning,
     # which is what a mirror wants (nothing is skipped); "none" fails instead.
     start = consumer.start_policy or "earliest"
@@ -144,12 +140,9 @@ def _cluster(alias: str, t: Translation, path: str, side: str) -> ClusterConfig:
     )
 
 
-RENDERED_MARKER = "# Rendered by kmirror"
-
-
-def _rendered_by_kmirror(path: str) -> bool:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.readline().startswith(RENDERED_MARKER)
-    except OSError:
-        return False
+def _read(config: str | PropertiesFile, where: str) -> dict[str, str]:
+    if isinstance(config, PropertiesFile):
+        return dict(config.props)
+    props = load_properties(config)
+    unrendered(props, where)
+    return props

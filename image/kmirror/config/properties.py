@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from kmirror.errors import ConfigError
 
@@ -48,6 +49,19 @@ def parse_properties(text: str, source: str = "<string>") -> dict[str, str]:
         key, value = _split(logical)
         props[_unescape(key, source, start)] = _unescape(value, source, start)
     return props
+
+
+@dataclass(frozen=True)
+class PropertiesFile:
+    """A .properties file's settings already in memory, named by the path messages show: how
+    the container entrypoint hands its rendered files to the loader instead of having them read
+    back. Every placeholder in them is resolved, so a '$' is part of a value."""
+
+    path: str
+    props: Mapping[str, str]
+
+    def __str__(self) -> str:
+        return self.path
 
 
 def load_properties(path: str | os.PathLike[str]) -> dict[str, str]:

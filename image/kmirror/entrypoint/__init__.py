@@ -1,2 +1,3 @@
-"""The container entrypoint: render the config templates from the environment, then run the
-mirror in this process (it is PID 1 in the container). `kmirror render` shows the result."""
+"""The container's configuration from its environment: the templates rendered, checked and
+handed to the loader in memory (render.py). The `kmirror entrypoint` and `kmirror render`
+commands that use it are in cli/entrypoint.py; nothing here imports the command line."""

@@ -1,16 +1,19 @@
-"""From the container's environment to the files and flags of a MirrorMaker 1 style run.
+"""From the container's environment to the configuration of a MirrorMaker 1 style run.
 
 `build_plan` reads everything (an optional .env file, the KUDO variables, the templates, the
-security variables, mounted secret files) and fails before anything is written or started;
-`write_files` puts the result into a private directory. The mirror then starts exactly as a
-user would start it: `kmirror run --consumer.config ... --producer.config ... --whitelist ...`.
+security variables, mounted secret files) and fails before anything is written or started.
+`plan_config` hands the rendered files, still in memory, and the options to the MirrorMaker 1
+loader: the mirror gets the model `kmirror run --consumer.config ... --producer.config ...
+--whitelist ...` would build from those files. `write_files` puts the files into a private
+directory, for people to read and to rerun that command (`Plan.argv`); nothing reads them back.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -20,8 +23,10 @@ from dotenv import dotenv_values
 
 from kmirror.config import env as envvars
 from kmirror.config.kudo import Side, security_from_env
-from kmirror.config.model import ConfValue
-from kmirror.config.secret import Secret, is_secret_key, reveal
+from kmirror.config.loader import add_config_arguments, load_config
+from kmirror.config.model import ConfValue, MirrorConfig
+from kmirror.config.properties import PropertiesFile
+from kmirror.config.secret import Secret, is_secret_key, reveal, unseal
 from kmirror.config.values import enforce_strict, parse_bool, parse_int
 from kmirror.entrypoint.templating import Expander, Rendered, expand_properties
 from kmirror.errors import ConfigError
@@ -34,6 +39,21 @@ _CLIENT_FILES: Mapping[str, tuple[Side, str]] = {
     PRODUCER: ("SINK_CLUSTER", "KMIRROR_EXTRA_PRODUCER_PROPERTIES"),
 }
 _KUDO_TYPES = ("SOURCE", "DESTINATION")
+# The MirrorMaker 1 flags the environment stands for (mirror_options), by argparse dest.
+_OPTION_FLAGS = {
+    "whitelist": "--whitelist",
+    "num_streams": "--num.streams",
+    "offset_commit_interval_ms": "--offset.commit.interval.ms",
+    "abort_on_send_failure": "--abort.on.send.failure",
+    "exactly_once": "--exactly-once",
+    "blacklist": "--blacklist",
+}
+# Flags naming the configuration: the entrypoint's comes from the environment.
+_FILE_FLAGS = {
+    "consumer_config": (CONSUMER, "--consumer.config"),
+    "producer_config": (PRODUCER, "--producer.config"),
+    "log4j_config": (LOG4J, "--log4j-config"),
+}
 
 
 @dataclass(frozen=True)
@@ -42,16 +62,22 @@ class Plan:
 
     files: tuple[Rendered, ...]
     origins: Mapping[str, str]  # file name -> the template it was rendered from
-    options: tuple[str, ...]  # MirrorMaker 1 flags besides the three file paths
+    options: Mapping[str, str | bool]  # MirrorMaker 1 flags besides the files, by dest
     config_dir: Path
     environ: Mapping[str, str]  # the process environment + the .env file + KUDO mapping
     dotenv: Mapping[str, str] = field(default_factory=dict)  # what the .env file added
     notes: tuple[str, ...] = ()
 
     def argv(self, directory: Path | None = None) -> list[str]:
+        """The `kmirror run` command line that loads the written files into the same
+        configuration (for people: logged, printed by `kmirror render`)."""
         d = self.config_dir if directory is None else directory
-        return ["run", "--consumer.config", str(d / CONSUMER), "--producer.config",
-                str(d / PRODUCER), "--log4j-config", str(d / LOG4J), *self.options]  # fmt: skip
+        argv = ["run"]
+        for name, flag in _FILE_FLAGS.values():
+            argv += [flag, str(d / name)]
+        for dest, value in self.options.items():
+            argv += [_OPTION_FLAGS[dest]] if value is True else [_OPTION_FLAGS[dest], str(value)]
+        return argv
 
     def secrets(self) -> list[str]:
         """Every credential value, for the log redactor (the last line of defence)."""
@@ -96,7 +122,7 @@ def build_plan(environ: Mapping[str, str]) -> Plan:
     return Plan(
         files=files,
         origins=origins,
-        options=tuple(mirror_options(env)),
+        options=mirror_options(env),
         config_dir=Path(envvars.get("KMIRROR_CONFIG_DIR", env)),
         environ=env,
         dotenv=dotenv,
@@ -197,8 +223,9 @@ def builtin_template(name: str) -> str:
     return resources.files("kmirror").joinpath("templates", name).read_text(encoding="utf-8")
 
 
-def mirror_options(env: Mapping[str, str]) -> list[str]:
-    """The MirrorMaker 1 flags, each checked here so an error names the variable."""
+def mirror_options(env: Mapping[str, str]) -> dict[str, str | bool]:
+    """The MirrorMaker 1 flags' values by argparse dest, each checked here so an error names
+    the variable."""
 
     def first(*names: str) -> tuple[str, str]:
         for name in names:
@@ -212,18 +239,40 @@ def mirror_options(env: Mapping[str, str]) -> list[str]:
     streams_var, streams = first("MIRROR_MAKER_NUM_STREAMS", "NUM_STREAMS")
     commit = "MIRROR_MAKER_OFFSET_COMMIT_INTERVAL"
     abort = "MIRROR_MAKER_ABORT_ON_SEND_FAILURE"
-    options = [
-        "--whitelist", whitelist,
-        "--num.streams", str(parse_int(streams, streams_var, minimum=1)),
-        "--offset.commit.interval.ms", str(parse_int(envvars.get(commit, env), commit, minimum=1)),
-        "--abort.on.send.failure", str(parse_bool(envvars.get(abort, env), abort)).lower(),
-    ]  # fmt: skip
+    options: dict[str, str | bool] = {
+        "whitelist": whitelist,
+        "num_streams": str(parse_int(streams, streams_var, minimum=1)),
+        "offset_commit_interval_ms": str(parse_int(envvars.get(commit, env), commit, minimum=1)),
+        "abort_on_send_failure": str(parse_bool(envvars.get(abort, env), abort)).lower(),
+    }
     if parse_bool(envvars.get("EXACTLY_ONCE", env), "EXACTLY_ONCE"):
-        options.append("--exactly-once")
+        options["exactly_once"] = True
     blacklist = envvars.get("BLACKLISTED_TOPICS", env).strip()
     if blacklist:
-        options += ["--blacklist", blacklist]
+        options["blacklist"] = blacklist
     return options
+
+
+def plan_config(
+    plan: Plan, flags: Sequence[str] = (), directory: Path | None = None
+) -> MirrorConfig:
+    """The mirror's configuration: the rendered files, as `kmirror run` would load them from
+    `directory` (the config dir by default; messages name the files there), with the options
+    and then `flags` (the container's arguments, `kmirror run` flags) applied. Same errors, same
+    warnings, same --strict as `kmirror run`."""
+    parser = argparse.ArgumentParser(prog="kmirror entrypoint", add_help=False)
+    add_config_arguments(parser)
+    parser.set_defaults(**plan.options)  # the environment's values; a flag given wins
+    args = parser.parse_args(list(flags))  # a bad flag: usage and exit 2, as `kmirror run`
+    d = plan.config_dir if directory is None else directory
+    for dest, (name, flag) in _FILE_FLAGS.items():
+        if getattr(args, dest) is not None:
+            raise ConfigError(
+                f"{flag} cannot follow `kmirror entrypoint`: it renders {name} from the "
+                f"environment. To run your own files, pass a command: `run {flag} FILE ...`"
+            )
+        setattr(args, dest, PropertiesFile(str(d / name), unseal(plan.file(name).props)))
+    return load_config(args, plan.environ)
 
 
 def write_files(plan: Plan, directory: Path | None = None) -> Path:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from kmirror.config import txn
-from kmirror.entrypoint.render import mirror_options
+from kmirror.entrypoint.render import build_plan, plan_config
 from kmirror.errors import ConfigError
 from tests.unit.config.conftest import load
 
@@ -63,10 +63,12 @@ def test_mm2_typo_names_the_setting(write: Write) -> None:
         load(["--mm2.config", path])
 
 
-def test_entrypoint_renders_the_flag() -> None:
+def test_entrypoint_turns_it_on() -> None:
     base = {"SOURCE_CLUSTER_BOOTSTRAP_SERVERS": "s:1", "SINK_CLUSTER_BOOTSTRAP_SERVERS": "t:1"}
-    assert "--exactly-once" in mirror_options({**base, "EXACTLY_ONCE": "true"})
-    assert "--exactly-once" not in mirror_options(base)
+    on = build_plan({**base, "EXACTLY_ONCE": "true"})
+    assert "--exactly-once" in on.argv()
+    assert plan_config(on).exactly_once is True
+    assert plan_config(build_plan(base)).exactly_once is False
 
 
 def test_one_transactional_id_per_source_partition(mm1: list[str]) -> None:

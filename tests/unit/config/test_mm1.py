@@ -65,6 +65,19 @@ def test_commit_interval_flag_wins_over_file(rendered: Render) -> None:
     assert any("offset.commit.interval.ms=10000 ignored" in n for n in c.notes)
 
 
+def test_a_file_is_checked_for_placeholders_whatever_its_first_line(write: Write) -> None:
+    # The entrypoint hands its rendered settings over in memory; a file on disk is never
+    # trusted to be rendered because of a comment at its top.
+    consumer = write(
+        "c.properties",
+        "# Rendered by kmirror from consumer.properties. Do not edit.\n"
+        "bootstrap.servers=$SOURCE_CLUSTER_BOOTSTRAP_SERVERS\ngroup.id=g\n",
+    )
+    producer = write("p.properties", "bootstrap.servers=dst:9092\n")
+    with pytest.raises(ConfigError, match=r"unrendered .*\$SOURCE_CLUSTER_BOOTSTRAP_SERVERS"):
+        load(["--consumer.config", consumer, "--producer.config", producer, "--whitelist", "x"])
+
+
 def test_seed001_unrendered_files_say_render_first() -> None:
     with pytest.raises(ConfigError, match=r"unrendered .*\$SOURCE_CLUSTER_BOOTSTRAP_SERVERS"):
         load(

@@ -16,7 +16,7 @@ from kmirror.config.kudo import security_from_env
 from kmirror.config.model import ClusterConfig
 from kmirror.config.secret import Secret
 from kmirror.config.translate import translate
-from kmirror.entrypoint.render import CONSUMER, build_plan, write_files
+from kmirror.entrypoint.render import CONSUMER, build_plan, plan_config
 from kmirror.errors import ConfigError
 from tests.unit.config.conftest import load
 
@@ -288,7 +288,7 @@ def test_env_oauthbearer_names_the_missing_variable(extra: dict[str, str], messa
 def test_entrypoint_renders_msk_iam_that_the_mirror_loads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """env -> rendered consumer.properties -> `kmirror run` config -> oauth_cb."""
+    """env -> rendered consumer.properties -> the entrypoint's config -> oauth_cb."""
     env = {
         "SOURCE_CLUSTER_BOOTSTRAP_SERVERS": MSK,
         "SINK_CLUSTER_BOOTSTRAP_SERVERS": "dst:9092",
@@ -300,9 +300,7 @@ def test_entrypoint_renders_msk_iam_that_the_mirror_loads(
     monkeypatch.setattr("kmirror.entrypoint.render.load_env_file", lambda *_: {})
     plan = build_plan(env)
     assert f"{oauth.PROVIDER}=aws-msk-iam" in plan.file(CONSUMER).text()
-    d = write_files(plan)
-    config = load(["--consumer.config", str(d / CONSUMER), "--producer.config",
-                   str(d / "producer.properties"), "--whitelist", ".*"])  # fmt: skip
+    config = plan_config(plan)
     cb = config.consumer_conf()["oauth_cb"]
     assert isinstance(cb, oauth.MskIamToken) and cb.region == "eu-west-1"
     assert "oauth_cb" not in config.producer_conf()  # the target is PLAINTEXT

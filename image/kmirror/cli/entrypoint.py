@@ -1,37 +1,42 @@
 """`kmirror entrypoint`, the image's exec-form ENTRYPOINT, and `kmirror render`, its dry run.
 
-The entrypoint is PID 1 in the container. It renders the templates, then runs the mirror in
-this same process (`kmirror run ...` through `kmirror.cli.main.main`): the supervisor then
-handles SIGTERM (flush, commit, exit 0), reaps every child with waitpid(-1) and its exit code
-becomes the container's. A SIGTERM that arrives before the supervisor has taken over ends the
+The entrypoint is PID 1 in the container. It renders the templates (kmirror.entrypoint), writes
+them for people to read, and runs the mirror in this same process with the configuration built
+from the rendered settings in memory (`kmirror.cli.run.start`): the supervisor then handles
+SIGTERM (flush, commit, exit 0), reaps every child with waitpid(-1) and its exit code becomes
+the container's. A SIGTERM that arrives before the supervisor has taken over ends the
 entrypoint with 0 at once; PID 1 would otherwise ignore it (no default action for PID 1).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
+import functools
 import json
 import logging
 import os
 import shlex
 import signal
 import sys
-import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
 from kmirror.config import env as envvars
 from kmirror.config.log4j import check_level
-from kmirror.entrypoint.render import Plan, build_plan, write_files
+from kmirror.entrypoint.render import Plan, build_plan, plan_config, write_files
 from kmirror.errors import ConfigError
 from kmirror.logsetup import configure
 
 log = logging.getLogger(__name__)
 
+# Runs a whole kmirror command line (cli.main.main, handed in: this module does not import it).
+Dispatch = Callable[[Sequence[str]], int]
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add `render` and `entrypoint` to the `kmirror` command line (cli/main.py calls this)."""
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], dispatch: Dispatch) -> None:
+    """Add `render` and `entrypoint` to the `kmirror` command line (cli/main.py calls this);
+    `dispatch` runs the command given after `kmirror entrypoint`."""
     render_p = sub.add_parser(
         "render",
         help="render the config templates from the environment and print them, secrets masked",
@@ -50,17 +55,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the container entrypoint: render the templates from the environment, run the mirror",
         description="Load the optional .env file (KMIRROR_ENV_FILE), render the templates into "
         "KMIRROR_CONFIG_DIR (files mode 0600), log them with secrets masked and run the mirror "
-        "with them. Every variable is listed in docs/configuration.md (`kmirror env-docs`). "
-        "Arguments (the container's CMD, Kubernetes `args`): flags such as --no-create-topics "
-        "are added to that `kmirror run` command line; a first argument that is a command "
-        "(`run --mm2-config mm2.properties`, `check ...`) runs that kmirror command instead, "
-        "without rendering anything.",
+        "with that configuration. Every variable is listed in docs/configuration.md "
+        "(`kmirror env-docs`). Arguments (the container's CMD, Kubernetes `args`): `kmirror "
+        "run` flags such as --no-create-topics, applied over the environment's settings; a "
+        "first argument that is a command (`run --mm2-config mm2.properties`, `check ...`) runs "
+        "that kmirror command instead, without rendering anything.",
         # Every argument is the container's, flags included: `+` is no prefix anyone uses.
         prefix_chars="+",
         add_help=False,
     )
     entry.add_argument("args", nargs="*", metavar="ARG")
-    entry.set_defaults(handler=entrypoint, entrypoint_help=entry.format_help)
+    entry.set_defaults(
+        handler=functools.partial(entrypoint, dispatch=dispatch), entrypoint_help=entry.format_help
+    )
 
 
 class _Stopped(BaseException):
@@ -71,7 +78,7 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     raise _Stopped(signum)
 
 
-def entrypoint(args: argparse.Namespace) -> int:
+def entrypoint(args: argparse.Namespace, dispatch: Dispatch) -> int:
     extra: list[str] = list(getattr(args, "args", None) or [])
     if extra[:1] in (["-h"], ["--help"]):
         print(args.entrypoint_help())
@@ -81,9 +88,7 @@ def entrypoint(args: argparse.Namespace) -> int:
         if extra and not extra[0].startswith("-"):
             # A command of its own (e.g. the chart's mm2Config mode): run it as given, like an
             # image's CMD replaces the default; the supervisor still becomes PID 1 here.
-            from kmirror.cli.main import main  # see _entrypoint
-
-            return main(extra)
+            return dispatch(extra)
         return _entrypoint(extra)
     except _Stopped:
         log.info("SIGTERM before the mirror started: nothing to flush, exiting")
@@ -97,6 +102,8 @@ def _entrypoint(extra: list[str]) -> int:
     _configure_logging(plan)
     for note in plan.notes:
         log.warning("config: %s", note)
+    # For people to read and to rerun by hand (the command logged below); the mirror gets the
+    # configuration in memory.
     directory = write_files(plan)
     for rendered in plan.files:
         log.info("rendered %s from %s (secrets masked):\n%s", directory / rendered.name,
@@ -104,29 +111,23 @@ def _entrypoint(extra: list[str]) -> int:
     # The mirror reads KMIRROR_* settings from the environment: give it the .env file's too.
     for key, value in plan.dotenv.items():
         os.environ.setdefault(key, value)
-    argv = [*plan.argv(directory), *extra]
-    log.info("starting: kmirror %s", shlex.join(argv))
-    from kmirror.cli.main import main  # cli.main imports this module lazily
+    config = plan_config(plan, extra)
+    log.info("starting: kmirror %s", shlex.join([*plan.argv(directory), *extra]))
+    from kmirror.cli import run  # the mirror's modules: not needed by `render` or `--help`
 
-    return main(argv)
+    return run.start(config)
 
 
 def render(args: argparse.Namespace) -> int:
     plan = build_plan(os.environ)
-    with contextlib.ExitStack() as stack:
-        if args.output_dir:
-            directory = write_files(plan, Path(args.output_dir))
-        else:
-            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="kmirror-render-"))
-            directory = write_files(plan, Path(scratch))
-        # Messages name the files where the entrypoint would put them, not the scratch copy.
-        shown = str(Path(args.output_dir) if args.output_dir else plan.config_dir)
-        try:
-            checked = _check(plan, directory)
-        except ConfigError as exc:
-            raise ConfigError(str(exc).replace(str(directory), shown)) from exc
-        warnings = [*plan.notes, *(n.replace(str(directory), shown) for n in checked)]
-    argv = ["kmirror", *plan.argv(Path(args.output_dir) if args.output_dir else None)]
+    directory = Path(args.output_dir) if args.output_dir else None
+    if directory is not None:
+        write_files(plan, directory)
+    # Loaded like the entrypoint loads it: same errors and warnings, naming the files where
+    # they are (or where the entrypoint would put them).
+    config = plan_config(plan, directory=directory)
+    warnings = [*plan.notes, *config.notes]
+    argv = ["kmirror", *plan.argv(directory)]
     if args.json:
         doc = {
             "files": {
@@ -148,15 +149,6 @@ def render(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
-
-
-def _check(plan: Plan, directory: Path) -> list[str]:
-    """Load the rendered files the way `kmirror run` will: same errors, same warnings."""
-    from kmirror.cli.main import build_parser  # see _entrypoint
-    from kmirror.config.loader import load_config  # keeps `render --help` light
-
-    args = build_parser().parse_args(plan.argv(directory))
-    return list(load_config(args, plan.environ).notes)
 
 
 def _configure_logging(plan: Plan) -> None:

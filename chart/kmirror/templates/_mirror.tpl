@@ -1,6 +1,6 @@
 {{/* vim: set filetype=mustache: */}}
 
-{{/* ------------------------------------------------------ mirror mode and topics */}}
+{{/* The mirror Deployment's own pod parts (the shared ones are in _pod.tpl): its mode and arguments. */}}
 
 {{- define "kmirror.mm2.dir" -}}
 /etc/kmirror/mm2
@@ -49,4 +49,58 @@ a first argument that is a command runs that command instead (mm2Config mode:
     items:
       - key: {{ $m.key | quote }}
         path: mm2.properties
+{{- end -}}
+
+{{/* Pod-level fields only the mirror has. */}}
+{{- define "kmirror.mirror.podFields" -}}
+terminationGracePeriodSeconds: {{ .Values.terminationGracePeriodSeconds }}
+{{- with .Values.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Container fields only the mirror has: command line, metrics port, probes. */}}
+{{- define "kmirror.mirror.containerFields" -}}
+{{- with .Values.command }}
+command:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with (include "kmirror.mirror.args" .) }}
+args:
+  {{- . | nindent 2 }}
+{{- end }}
+ports:
+  - name: metrics
+    containerPort: {{ .Values.metrics.port }}
+    protocol: TCP
+{{- if .Values.livenessProbe.enabled }}
+livenessProbe:
+  {{- include "kmirror.probe" (dict "probe" .Values.livenessProbe "path" "/healthz") | nindent 2 }}
+{{- end }}
+{{- if .Values.readinessProbe.enabled }}
+readinessProbe:
+  {{- include "kmirror.probe" (dict "probe" .Values.readinessProbe "path" "/readyz") | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* The mirror's own volumes and their mounts: mm2.properties in mm2Config mode, extraVolumes. */}}
+{{- define "kmirror.mirror.volumes" -}}
+{{- if .Values.mm2Config.enabled }}
+{{ include "kmirror.mm2.volume" . }}
+{{- end }}
+{{- with .Values.extraVolumes }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "kmirror.mirror.volumeMounts" -}}
+{{- if .Values.mm2Config.enabled }}
+- name: mm2-config
+  mountPath: {{ include "kmirror.mm2.dir" . }}
+  readOnly: true
+{{- end }}
+{{- with .Values.extraVolumeMounts }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
