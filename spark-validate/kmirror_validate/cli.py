@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kmirror.config.loader import add_config_arguments, describe, load_config
+from kmirror.cli.flags import add_config_arguments
+from kmirror.config.describe import describe
+from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig, TopicSelection, split_patterns
 from kmirror.errors import ClusterError, ConfigError, KmirrorError
 from kmirror.logsetup import configure, python_level

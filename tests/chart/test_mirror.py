@@ -373,7 +373,7 @@ def test_engine_reaches_the_environment() -> None:
 
 
 def test_disaster_recovery_values_reach_the_environment_and_the_config() -> None:
-    from kmirror.config.dr import dr_from_flags
+    from kmirror.config.dialects.dr import dr_from_flags
     from kmirror.config.model import DrConfig
 
     env = _env(

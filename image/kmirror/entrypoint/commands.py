@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 
 from kmirror.config import env as envvars
-from kmirror.config.log4j import check_level
+from kmirror.config.dialects.log4j import check_level
 from kmirror.entrypoint.render import Plan, build_plan, write_files
 from kmirror.errors import ConfigError
 from kmirror.logsetup import configure
@@ -153,7 +153,7 @@ def render(args: argparse.Namespace) -> int:
 def _check(plan: Plan, directory: Path) -> list[str]:
     """Load the rendered files the way `kmirror run` will: same errors, same warnings."""
     from kmirror.cli.main import build_parser  # see _entrypoint
-    from kmirror.config.loader import load_config  # keeps `render --help` light
+    from kmirror.config.dialects.loader import load_config  # keeps `render --help` light
 
     args = build_parser().parse_args(plan.argv(directory))
     return list(load_config(args, plan.environ).notes)

@@ -19,7 +19,7 @@ from typing import TextIO
 from dotenv import dotenv_values
 
 from kmirror.config import env as envvars
-from kmirror.config.kudo import Side, security_from_env
+from kmirror.config.dialects.kudo import Side, security_from_env
 from kmirror.config.model import ConfValue
 from kmirror.config.secret import Secret, is_secret_key, reveal
 from kmirror.config.values import enforce_strict, parse_bool, parse_int
