@@ -19,9 +19,10 @@ from typing import TextIO
 from dotenv import dotenv_values
 
 from kmirror.config import env as envvars
-from kmirror.config.dialects.kudo import Side, security_from_env
+from kmirror.config.dialects.kudo import security_from_env
 from kmirror.config.model import ConfValue
 from kmirror.config.secret import Secret, is_secret_key, reveal
+from kmirror.config.sides import BOOTSTRAP, SIDE_SUFFIXES, SOURCE, TARGET, Side, kudo_roles
 from kmirror.config.values import enforce_strict, parse_bool, parse_int
 from kmirror.entrypoint.templating import Expander, Rendered, expand_properties
 from kmirror.errors import ConfigError
@@ -30,10 +31,9 @@ CONSUMER, PRODUCER, LOG4J = "consumer.properties", "producer.properties", "tools
 TEMPLATES = (CONSUMER, PRODUCER, LOG4J)
 # Which cluster's security variables and which extra-lines variable complete each client file.
 _CLIENT_FILES: Mapping[str, tuple[Side, str]] = {
-    CONSUMER: ("SOURCE_CLUSTER", "KMIRROR_EXTRA_CONSUMER_PROPERTIES"),
-    PRODUCER: ("SINK_CLUSTER", "KMIRROR_EXTRA_PRODUCER_PROPERTIES"),
+    CONSUMER: (SOURCE, "KMIRROR_EXTRA_CONSUMER_PROPERTIES"),
+    PRODUCER: (TARGET, "KMIRROR_EXTRA_PRODUCER_PROPERTIES"),
 }
-_KUDO_TYPES = ("SOURCE", "DESTINATION")
 
 
 @dataclass(frozen=True)
@@ -152,13 +152,8 @@ def kudo_bootstrap(env: Mapping[str, str], notes: list[str]) -> dict[str, str]:
             "the cluster the mirror runs beside"
         )
     kind = env.get("MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE", "").strip()
-    if kind.upper() not in _KUDO_TYPES:
-        raise ConfigError(
-            f"MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE must be SOURCE (the external cluster is "
-            f"the source) or DESTINATION (it is the target), not {kind!r}"
-        )
-    source, sink = (external, this) if kind.upper() == "SOURCE" else (this, external)
-    derived = {"SOURCE_CLUSTER_BOOTSTRAP_SERVERS": source, "SINK_CLUSTER_BOOTSTRAP_SERVERS": sink}
+    source, sink = kudo_roles(this, external, kind)
+    derived = {f"{SOURCE}_{BOOTSTRAP}": source, f"{TARGET}_{BOOTSTRAP}": sink}
     for name, value in derived.items():
         given = env.get(name, "").strip()
         if given and given != value:
@@ -259,7 +254,7 @@ def _with_security(
     """A template that sets security.protocol owns its security settings; otherwise they come
     from the side's *_SECURITY_PROTOCOL / *_SASL_* / *_SSL_* variables."""
     if "security.protocol" in props:
-        given = [f"{side}_{s}" for s in envvars.SIDE_SUFFIXES if env.get(f"{side}_{s}", "").strip()]
+        given = [f"{side}_{s}" for s in SIDE_SUFFIXES if env.get(f"{side}_{s}", "").strip()]
         if given:
             notes.append(f"{', '.join(given)} ignored: {name} sets security.protocol itself")
         return props

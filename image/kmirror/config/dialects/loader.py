@@ -16,7 +16,7 @@ from typing import Any
 
 from kmirror.config import env as envvars
 from kmirror.config.dialects import dr
-from kmirror.config.dialects.kudo import load_kudo
+from kmirror.config.dialects.kudo import load_kudo, load_pair
 from kmirror.config.dialects.log4j import check_level, read_log4j
 from kmirror.config.dialects.mm1 import load_mm1
 from kmirror.config.dialects.mm2 import load_mm2
@@ -30,7 +30,7 @@ from kmirror.config.model import (
 from kmirror.config.values import enforce_strict, parse_bool, parse_float, parse_int
 from kmirror.errors import ConfigError
 
-__all__ = ["DIALECT_FLAGS", "load_config"]
+__all__ = ["CHOOSING_FLAGS", "DIALECT_FLAGS", "load_config"]
 
 # (flag, dest, help) of each dialect: which flags given tell the dialect apart. Values are
 # parsed by load_config, so that every error is a ConfigError naming the flag, and "not given"
@@ -71,6 +71,8 @@ _KUDO_ENV = (
     "MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE",
 )
 DIALECT_FLAGS: tuple[tuple[str, str, str], ...] = (*_MM1, *_SHARED, *_MM2, *_KUDO)
+# The flags that choose a dialect (MM1/KUDO share the others).
+CHOOSING_FLAGS: tuple[tuple[str, str, str], ...] = (*_MM1, *_MM2, *_KUDO)
 _HOW = (
     "give one of: (1) MirrorMaker 1: --consumer.config FILE --producer.config FILE "
     "--whitelist REGEX; (2) MirrorMaker 2: --mm2.config mm2.properties [--flow A->B]; "
@@ -79,31 +81,38 @@ _HOW = (
 )
 
 
-def load_config(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> MirrorConfig:
-    """Detect the dialect, build the model, apply the common flags, enforce --strict."""
+def load_config(
+    args: argparse.Namespace,
+    environ: Mapping[str, str] | None = None,
+    *,
+    clusters: tuple[str, str] | None = None,
+) -> MirrorConfig:
+    """Detect the dialect, build the model, apply the common flags, enforce --strict.
+
+    `clusters` (source, target bootstrap servers) stands in for a dialect: kmirror-validate's
+    --source/--target-bootstrap-servers, with the sides' security from the environment."""
     env = os.environ if environ is None else environ
     a: dict[str, Any] = vars(args)
     given = {flag: a.get(dest) for flag, dest in _flags() if a.get(dest) not in (None, False)}
-    dialect = _dialect(given, env)
-    group_id = _text(a.get("group_id"))
-    commit = _opt_int(a, "offset_commit_interval_ms", "--offset.commit.interval.ms", 1)
-    streams = _opt_int(a, "num_streams", "--num.streams", 1)
+    dialect = "direct" if clusters is not None else _dialect(given, env)
     abort = a.get("abort_on_send_failure")
     abort_flag = None if abort is None else parse_bool(abort, "--abort.on.send.failure")
+    # The flags MirrorMaker 1 and KUDO share (mm2.properties carries its own).
+    shared: dict[str, Any] = {
+        "whitelist": a.get("whitelist"),
+        "blacklist": a.get("blacklist"),
+        "num_streams": _opt_int(a, "num_streams", "--num.streams", 1),
+        "offset_commit_interval_ms": _opt_int(
+            a, "offset_commit_interval_ms", "--offset.commit.interval.ms", 1
+        ),
+        "abort_on_send_failure": abort_flag,
+        "group_id": _text(a.get("group_id")),
+    }
     notes: list[str] = []
     if dialect == "mm1":
         if a.get("new_consumer"):
             notes.append("--new.consumer has no effect (kmirror always uses the new consumer)")
-        config = load_mm1(
-            a.get("consumer_config"),
-            a.get("producer_config"),
-            whitelist=a.get("whitelist"),
-            blacklist=a.get("blacklist"),
-            num_streams=streams,
-            offset_commit_interval_ms=commit,
-            abort_on_send_failure=abort_flag,
-            group_id=group_id,
-        )
+        config = load_mm1(a.get("consumer_config"), a.get("producer_config"), **shared)
     elif dialect == "mm2":
         config = load_mm2(
             a["mm2_config"],
@@ -113,17 +122,14 @@ def load_config(args: argparse.Namespace, environ: Mapping[str, str] | None = No
         )
         if abort_flag is not None:
             config = dataclasses.replace(config, abort_on_send_failure=abort_flag)
+    elif clusters is not None:
+        config = load_pair(*clusters, **shared, environ=env, dialect="direct")
     else:
         config = load_kudo(
             a.get("this_bootstrap_servers"),
             a.get("external_bootstrap_servers"),
             a.get("external_cluster_type"),
-            whitelist=a.get("whitelist"),
-            blacklist=a.get("blacklist"),
-            num_streams=streams,
-            offset_commit_interval_ms=commit,
-            abort_on_send_failure=abort_flag,
-            group_id=group_id,
+            **shared,
             environ=env,
         )
     config = _common(config, a, env, notes)
