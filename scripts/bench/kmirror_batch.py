@@ -19,7 +19,7 @@ from types import FrameType
 
 from confluent_kafka import Consumer, TopicPartition
 
-from kmirror.config.mm1 import load_mm1
+from kmirror.config.dialects.mm1 import load_mm1
 from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.mirror.progress import ProgressBook
 

@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kmirror.config.loader import add_config_arguments, describe, load_config
+from kmirror.cli.flags import add_config_arguments
+from kmirror.config.describe import describe
+from kmirror.config.dialects.loader import CHOOSING_FLAGS, load_config
 from kmirror.config.model import MirrorConfig, TopicSelection, split_patterns
 from kmirror.errors import ClusterError, ConfigError, KmirrorError
 from kmirror.logsetup import configure, python_level
@@ -32,8 +34,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("kmirror_validate")
 
 EXIT_OK, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
-_DIALECT_DESTS = ("consumer_config", "producer_config", "mm2_config", "this_bootstrap_servers",
-                  "external_bootstrap_servers", "external_cluster_type")  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -152,8 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load(args: argparse.Namespace) -> MirrorConfig:
-    """The mirror's config: a dialect via the shared loader, or the direct flags, which
-    are the KUDO dialect with the external cluster as the source (same env security)."""
+    """The mirror's config: a dialect via the shared loader, or the direct flags (the two
+    clusters as they are, security from the SOURCE_CLUSTER_* / SINK_CLUSTER_* variables)."""
     src, tgt = args.source_bootstrap_servers, args.target_bootstrap_servers
     if src is None and tgt is None:
         return load_config(args)
@@ -162,15 +162,11 @@ def load(args: argparse.Namespace) -> MirrorConfig:
             "give both --source-bootstrap-servers and --target-bootstrap-servers (or neither "
             "and a dialect: --consumer.config/--producer.config, --mm2.config or KUDO flags)"
         )
-    mixed = [d for d in _DIALECT_DESTS if getattr(args, d, None)]
+    mixed = [flag for flag, dest, _ in CHOOSING_FLAGS if getattr(args, dest, None)]
     if mixed:
-        flags = ", ".join("--" + d.replace("_", "-") for d in mixed)
+        flags = ", ".join(mixed)
         raise ConfigError(f"--source/--target-bootstrap-servers cannot be combined with {flags}")
-    direct = argparse.Namespace(**vars(args))
-    direct.external_bootstrap_servers = src
-    direct.this_bootstrap_servers = tgt
-    direct.external_cluster_type = "SOURCE"
-    return load_config(direct)
+    return load_config(args, clusters=(src, tgt))
 
 
 def options(args: argparse.Namespace) -> Options:

@@ -149,7 +149,8 @@ def test_num_streams() -> None:
 
 
 def test_exactly_once_reaches_the_entrypoint() -> None:
-    from kmirror.entrypoint.render import build_plan, plan_config
+    from kmirror.cli.entrypoint import plan_config
+    from kmirror.entrypoint.render import build_plan
 
     env = T(_with(exactlyOnce=True)).configmap
     assert env["EXACTLY_ONCE"] == "true"
@@ -373,7 +374,7 @@ def test_engine_reaches_the_environment() -> None:
 
 
 def test_disaster_recovery_values_reach_the_environment_and_the_config() -> None:
-    from kmirror.config.dr import dr_from_flags
+    from kmirror.config.dialects.dr import dr_from_flags
     from kmirror.config.model import DrConfig
 
     env = _env(

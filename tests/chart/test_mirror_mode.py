@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kmirror.cli.main import build_parser
-from kmirror.config.loader import load_config
+from kmirror.config.dialects.loader import load_config
 from tests.chart import chartlib
 
 pytestmark = pytest.mark.chart

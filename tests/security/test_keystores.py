@@ -1,7 +1,7 @@
 """Java key stores as MirrorMaker users have them: a JKS truststore and a JKS keystore that
 keytool made from the test run's PKI, used unchanged against the mTLS listener. kmirror reads
-them at start-up (image/kmirror/config/jks.py); the store password comes from a mounted file
-through the entrypoint's `${NAME}` / NAME_FILE expansion and never shows."""
+them at start-up (image/kmirror/config/javaclient/jks.py); the store password comes from a
+mounted file through the entrypoint's `${NAME}` / NAME_FILE expansion and never shows."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ import pytest
 
 from kmirror.cli import main as cli_main
 from kmirror.cli import run as cli_run
+from kmirror.cli.entrypoint import plan_config
 from kmirror.config.model import MirrorConfig
 from kmirror.config.secret import Secret
 from kmirror.entrypoint.render import (
@@ -24,7 +25,6 @@ from kmirror.entrypoint.render import (
     LOG4J,
     PRODUCER,
     build_plan,
-    plan_config,
     write_files,
 )
 from kmirror.errors import ConfigError
@@ -451,7 +451,7 @@ def test_the_loaded_configuration_is_the_files_configuration(environ: dict[str, 
     plan = build_plan(env)
     write_files(plan)
     from_files = cli_main.build_parser().parse_args(plan.argv())
-    from kmirror.config.loader import load_config
+    from kmirror.config.dialects.loader import load_config
 
     assert plan_config(plan) == load_config(from_files, plan.environ)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from kmirror.cli.envdocs import render_table
+from kmirror.config.dialects.properties import parse_properties
 from kmirror.config.env import BY_NAME
-from kmirror.config.properties import parse_properties
 from kmirror.config.secret import Secret
 from kmirror.entrypoint.render import TEMPLATES, load_env_file
 from kmirror.entrypoint.templating import Expander, Rendered, expand_properties, placeholders

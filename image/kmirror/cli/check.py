@@ -12,7 +12,8 @@ from typing import Any
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 
-from kmirror.config.loader import describe, load_config
+from kmirror.config.describe import describe
+from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import TopicError
 from kmirror.mirror.connect import await_metadata

@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from kmirror.config.loader import load_config
+from kmirror.config.dialects.loader import load_config
 
 
 def _num(value: int | None) -> str:
@@ -65,7 +65,7 @@ def failover_cmd(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from kmirror.config.loader import add_config_arguments
+    from kmirror.cli.flags import add_config_arguments
 
     for name, text, handler in (
         ("offsets", "read-only: a consumer group's offsets on both clusters, translated, lag",

@@ -22,9 +22,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
+from kmirror.cli.flags import add_config_arguments
 from kmirror.config import env as envvars
-from kmirror.config.log4j import check_level
-from kmirror.entrypoint.render import Plan, build_plan, plan_config, write_files
+from kmirror.config.dialects.loader import load_config
+from kmirror.config.dialects.log4j import check_level
+from kmirror.config.dialects.properties import PropertiesFile
+from kmirror.config.model import MirrorConfig
+from kmirror.config.secret import unseal
+from kmirror.entrypoint.render import FILE_FLAGS, Plan, build_plan, write_files
 from kmirror.errors import ConfigError
 from kmirror.logsetup import configure
 
@@ -32,6 +37,28 @@ log = logging.getLogger(__name__)
 
 # Runs a whole kmirror command line (cli.main.main, handed in: this module does not import it).
 Dispatch = Callable[[Sequence[str]], int]
+
+
+def plan_config(
+    plan: Plan, flags: Sequence[str] = (), directory: Path | None = None
+) -> MirrorConfig:
+    """The mirror's configuration: the rendered files, as `kmirror run` would load them from
+    `directory` (the config dir by default; messages name the files there), with the options
+    and then `flags` (the container's arguments, `kmirror run` flags) applied. Same errors, same
+    warnings, same --strict as `kmirror run`."""
+    parser = argparse.ArgumentParser(prog="kmirror entrypoint", add_help=False)
+    add_config_arguments(parser)
+    parser.set_defaults(**plan.options)  # the environment's values; a flag given wins
+    args = parser.parse_args(list(flags))  # a bad flag: usage and exit 2, as `kmirror run`
+    d = plan.config_dir if directory is None else directory
+    for dest, (name, flag) in FILE_FLAGS.items():
+        if getattr(args, dest) is not None:
+            raise ConfigError(
+                f"{flag} cannot follow `kmirror entrypoint`: it renders {name} from the "
+                f"environment. To run your own files, pass a command: `run {flag} FILE ...`"
+            )
+        setattr(args, dest, PropertiesFile(str(d / name), unseal(plan.file(name).props)))
+    return load_config(args, plan.environ)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], dispatch: Dispatch) -> None:

@@ -21,7 +21,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kmirror.config.loader import add_config_arguments
+    from kmirror.cli.flags import add_config_arguments
 
     parser = argparse.ArgumentParser(
         prog="kmirror",

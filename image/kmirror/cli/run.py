@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from kmirror.config.loader import load_config
+from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig
 from kmirror.mirror.stream import DEFAULT_TUNING, Tuning
 from kmirror.mirror.supervisor import configure_logging, run_mirror

@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
 from kmirror.cli.check import plan
-from kmirror.config.loader import load_config
+from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig
 from kmirror.config.secret import unseal
 from kmirror.errors import ClusterError

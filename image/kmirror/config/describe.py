@@ -7,7 +7,12 @@ from collections.abc import Mapping
 from kmirror.config.model import DEFAULT_CONFIG_EXCLUDES, ClusterConfig, ConfValue, MirrorConfig
 from kmirror.config.secret import mask_config
 
-_DIALECTS = {"mm1": "MirrorMaker 1", "mm2": "MirrorMaker 2 (mm2.properties)", "kudo": "KUDO"}
+_DIALECTS = {
+    "mm1": "MirrorMaker 1",
+    "mm2": "MirrorMaker 2 (mm2.properties)",
+    "kudo": "KUDO",
+    "direct": "source and target bootstrap servers",
+}
 
 
 def describe(config: MirrorConfig) -> str:

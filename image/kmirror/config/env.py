@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kmirror.config import sides
 from kmirror.config.secret import read_secret_text
 from kmirror.errors import ConfigError
 
@@ -23,82 +24,10 @@ class EnvVar:
     secret_file: bool = False  # names a file whose content is a credential
 
 
-def _side(prefix: str, who: str) -> list[EnvVar]:
+def _side(side: sides.Side, who: str) -> list[EnvVar]:
     return [
-        EnvVar(
-            f"{prefix}_SECURITY_PROTOCOL",
-            f"{who}: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
-            "PLAINTEXT",
-        ),
-        EnvVar(
-            f"{prefix}_SASL_MECHANISM",
-            f"{who}: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM",
-            "",
-        ),
-        EnvVar(f"{prefix}_SASL_USERNAME", f"{who}: SASL user name (PLAIN, SCRAM)", ""),
-        EnvVar(
-            f"{prefix}_SASL_PASSWORD_FILE",
-            f"{who}: file holding the SASL password (PLAIN, SCRAM)",
-            "",
-            secret_file=True,
-        ),
-        EnvVar(
-            f"{prefix}_SASL_OAUTHBEARER_METHOD",
-            f"{who}: OAUTHBEARER tokens from an OIDC token endpoint (oidc) or unsigned "
-            "development tokens (unsecured)",
-            "oidc",
-        ),
-        EnvVar(
-            f"{prefix}_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL",
-            f"{who}: OIDC token endpoint (client credentials grant)",
-            "",
-        ),
-        EnvVar(f"{prefix}_SASL_OAUTHBEARER_CLIENT_ID", f"{who}: OIDC client id", ""),
-        EnvVar(
-            f"{prefix}_SASL_OAUTHBEARER_CLIENT_SECRET_FILE",
-            f"{who}: file holding the OIDC client secret",
-            "",
-            secret_file=True,
-        ),
-        EnvVar(f"{prefix}_SASL_OAUTHBEARER_SCOPE", f"{who}: OIDC scope(s) to request", ""),
-        EnvVar(
-            f"{prefix}_SASL_OAUTHBEARER_EXTENSIONS",
-            f"{who}: OAUTHBEARER SASL extensions, key=value,... (e.g. logicalCluster=lkc-1)",
-            "",
-        ),
-        EnvVar(
-            f"{prefix}_SASL_OAUTHBEARER_CONFIG",
-            f"{who}: unsecured method: the token's claims, e.g. 'principal=admin'",
-            "",
-        ),
-        EnvVar(
-            f"{prefix}_AWS_REGION",
-            f"{who}: AWS_MSK_IAM: region of the MSK cluster (default: from the broker host "
-            "name, then AWS_REGION)",
-            "",
-        ),
-        EnvVar(
-            f"{prefix}_AWS_ROLE_ARN",
-            f"{who}: AWS_MSK_IAM: IAM role to assume (default: the pod's own identity, "
-            "e.g. IRSA or EKS Pod Identity)",
-            "",
-        ),
-        EnvVar(
-            f"{prefix}_SSL_CA_LOCATION", f"{who}: PEM file of the CA that signed the brokers", ""
-        ),
-        EnvVar(f"{prefix}_SSL_CERTIFICATE_LOCATION", f"{who}: PEM client certificate (mTLS)", ""),
-        EnvVar(f"{prefix}_SSL_KEY_LOCATION", f"{who}: PEM client private key (mTLS)", ""),
-        EnvVar(
-            f"{prefix}_SSL_KEY_PASSWORD_FILE",
-            f"{who}: file holding the key's password",
-            "",
-            secret_file=True,
-        ),
-        EnvVar(
-            f"{prefix}_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM",
-            f"{who}: 'https' verifies the broker host name, 'none' does not",
-            "https",
-        ),
+        EnvVar(f"{side}_{v.suffix}", f"{who}: {v.description}", v.default, v.secret_file)
+        for v in sides.SIDE_VARS
     ]
 
 
@@ -138,8 +67,8 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "true",
     ),
     # Security, per side. Passwords only ever come from files (mounted secrets).
-    *_side("SOURCE_CLUSTER", "Source"),
-    *_side("SINK_CLUSTER", "Target"),
+    *_side(sides.SOURCE, "Source"),
+    *_side(sides.TARGET, "Target"),
     # kmirror's own knobs.
     EnvVar(
         "KMIRROR_RENAME_POLICY",
@@ -240,10 +169,6 @@ ENV_VARS: tuple[EnvVar, ...] = (
 )
 
 BY_NAME: Mapping[str, EnvVar] = {v.name: v for v in ENV_VARS}
-# The per-side security variables without their SOURCE_CLUSTER_ / SINK_CLUSTER_ prefix.
-SIDE_SUFFIXES: tuple[str, ...] = tuple(
-    v.name.removeprefix("SOURCE_CLUSTER_") for v in _side("SOURCE_CLUSTER", "")
-)
 
 
 def get(name: str, environ: Mapping[str, str] | None = None) -> str:

@@ -2,18 +2,18 @@
 
 `build_plan` reads everything (an optional .env file, the KUDO variables, the templates, the
 security variables, mounted secret files) and fails before anything is written or started.
-`plan_config` hands the rendered files, still in memory, and the options to the MirrorMaker 1
-loader: the mirror gets the model `kmirror run --consumer.config ... --producer.config ...
---whitelist ...` would build from those files. `write_files` puts the files into a private
-directory, for people to read and to rerun that command (`Plan.argv`); nothing reads them back.
+`kmirror.cli.entrypoint.plan_config` hands the rendered files, still in memory, and the options
+to the MirrorMaker 1 loader: the mirror gets the model `kmirror run --consumer.config ...
+--producer.config ... --whitelist ...` would build from those files. `write_files` puts the
+files into a private directory, for people to read and to rerun that command (`Plan.argv`);
+nothing reads them back.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -22,11 +22,10 @@ from typing import TextIO
 from dotenv import dotenv_values
 
 from kmirror.config import env as envvars
-from kmirror.config.kudo import Side, security_from_env
-from kmirror.config.loader import add_config_arguments, load_config
-from kmirror.config.model import ConfValue, MirrorConfig
-from kmirror.config.properties import PropertiesFile
-from kmirror.config.secret import Secret, is_secret_key, reveal, unseal
+from kmirror.config.dialects.kudo import security_from_env
+from kmirror.config.model import ConfValue
+from kmirror.config.secret import Secret, is_secret_key, reveal
+from kmirror.config.sides import BOOTSTRAP, SIDE_SUFFIXES, SOURCE, TARGET, Side, kudo_roles
 from kmirror.config.values import enforce_strict, parse_bool, parse_int
 from kmirror.entrypoint.templating import Expander, Rendered, expand_properties
 from kmirror.errors import ConfigError
@@ -35,10 +34,9 @@ CONSUMER, PRODUCER, LOG4J = "consumer.properties", "producer.properties", "tools
 TEMPLATES = (CONSUMER, PRODUCER, LOG4J)
 # Which cluster's security variables and which extra-lines variable complete each client file.
 _CLIENT_FILES: Mapping[str, tuple[Side, str]] = {
-    CONSUMER: ("SOURCE_CLUSTER", "KMIRROR_EXTRA_CONSUMER_PROPERTIES"),
-    PRODUCER: ("SINK_CLUSTER", "KMIRROR_EXTRA_PRODUCER_PROPERTIES"),
+    CONSUMER: (SOURCE, "KMIRROR_EXTRA_CONSUMER_PROPERTIES"),
+    PRODUCER: (TARGET, "KMIRROR_EXTRA_PRODUCER_PROPERTIES"),
 }
-_KUDO_TYPES = ("SOURCE", "DESTINATION")
 # The MirrorMaker 1 flags the environment stands for (mirror_options), by argparse dest.
 _OPTION_FLAGS = {
     "whitelist": "--whitelist",
@@ -49,7 +47,7 @@ _OPTION_FLAGS = {
     "blacklist": "--blacklist",
 }
 # Flags naming the configuration: the entrypoint's comes from the environment.
-_FILE_FLAGS = {
+FILE_FLAGS = {
     "consumer_config": (CONSUMER, "--consumer.config"),
     "producer_config": (PRODUCER, "--producer.config"),
     "log4j_config": (LOG4J, "--log4j-config"),
@@ -73,7 +71,7 @@ class Plan:
         configuration (for people: logged, printed by `kmirror render`)."""
         d = self.config_dir if directory is None else directory
         argv = ["run"]
-        for name, flag in _FILE_FLAGS.values():
+        for name, flag in FILE_FLAGS.values():
             argv += [flag, str(d / name)]
         for dest, value in self.options.items():
             argv += [_OPTION_FLAGS[dest]] if value is True else [_OPTION_FLAGS[dest], str(value)]
@@ -178,13 +176,8 @@ def kudo_bootstrap(env: Mapping[str, str], notes: list[str]) -> dict[str, str]:
             "the cluster the mirror runs beside"
         )
     kind = env.get("MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE", "").strip()
-    if kind.upper() not in _KUDO_TYPES:
-        raise ConfigError(
-            f"MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE must be SOURCE (the external cluster is "
-            f"the source) or DESTINATION (it is the target), not {kind!r}"
-        )
-    source, sink = (external, this) if kind.upper() == "SOURCE" else (this, external)
-    derived = {"SOURCE_CLUSTER_BOOTSTRAP_SERVERS": source, "SINK_CLUSTER_BOOTSTRAP_SERVERS": sink}
+    source, sink = kudo_roles(this, external, kind)
+    derived = {f"{SOURCE}_{BOOTSTRAP}": source, f"{TARGET}_{BOOTSTRAP}": sink}
     for name, value in derived.items():
         given = env.get(name, "").strip()
         if given and given != value:
@@ -253,28 +246,6 @@ def mirror_options(env: Mapping[str, str]) -> dict[str, str | bool]:
     return options
 
 
-def plan_config(
-    plan: Plan, flags: Sequence[str] = (), directory: Path | None = None
-) -> MirrorConfig:
-    """The mirror's configuration: the rendered files, as `kmirror run` would load them from
-    `directory` (the config dir by default; messages name the files there), with the options
-    and then `flags` (the container's arguments, `kmirror run` flags) applied. Same errors, same
-    warnings, same --strict as `kmirror run`."""
-    parser = argparse.ArgumentParser(prog="kmirror entrypoint", add_help=False)
-    add_config_arguments(parser)
-    parser.set_defaults(**plan.options)  # the environment's values; a flag given wins
-    args = parser.parse_args(list(flags))  # a bad flag: usage and exit 2, as `kmirror run`
-    d = plan.config_dir if directory is None else directory
-    for dest, (name, flag) in _FILE_FLAGS.items():
-        if getattr(args, dest) is not None:
-            raise ConfigError(
-                f"{flag} cannot follow `kmirror entrypoint`: it renders {name} from the "
-                f"environment. To run your own files, pass a command: `run {flag} FILE ...`"
-            )
-        setattr(args, dest, PropertiesFile(str(d / name), unseal(plan.file(name).props)))
-    return load_config(args, plan.environ)
-
-
 def write_files(plan: Plan, directory: Path | None = None) -> Path:
     """Write the rendered files, readable by this user only (they hold credentials)."""
     target = plan.config_dir if directory is None else directory
@@ -308,7 +279,7 @@ def _with_security(
     """A template that sets security.protocol owns its security settings; otherwise they come
     from the side's *_SECURITY_PROTOCOL / *_SASL_* / *_SSL_* variables."""
     if "security.protocol" in props:
-        given = [f"{side}_{s}" for s in envvars.SIDE_SUFFIXES if env.get(f"{side}_{s}", "").strip()]
+        given = [f"{side}_{s}" for s in SIDE_SUFFIXES if env.get(f"{side}_{s}", "").strip()]
         if given:
             notes.append(f"{', '.join(given)} ignored: {name} sets security.protocol itself")
         return props

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from dotenv.variables import Variable, parse_variables
 
 from kmirror.config import env as envvars
+from kmirror.config.dialects.properties import dump_properties, parse_properties
 from kmirror.config.model import ConfValue
-from kmirror.config.properties import dump_properties, parse_properties
 from kmirror.config.secret import Secret, is_secret_key, read_secret_text, unseal
 from kmirror.errors import ConfigError
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kmirror.config.loader import add_config_arguments, load_config
+from kmirror.cli.flags import add_config_arguments
+from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig
 
 DATA = Path(__file__).parent / "data"

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from kmirror.config.kudo import load_kudo, security_from_env
+from kmirror.config.dialects.kudo import load_kudo, security_from_env
 from kmirror.config.secret import Secret
 from kmirror.errors import ConfigError
 from tests.unit.config.conftest import load

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kmirror.config import librdkafka
+from kmirror.config.javaclient import librdkafka
+from kmirror.config.javaclient.translate import translate
 from kmirror.config.secret import Secret
-from kmirror.config.translate import translate
 from kmirror.errors import ConfigError
 
 pytestmark = pytest.mark.unit

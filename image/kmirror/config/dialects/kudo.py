@@ -2,16 +2,16 @@
 with MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE saying which of the two is the source.
 
 Every flag falls back to the operator's environment variable (env.py), so a pod rendered by
-the KUDO operator runs unchanged. Security (which KUDO's MirrorMaker never supported) comes
-from SOURCE_CLUSTER_* / SINK_CLUSTER_* variables; `security_from_env` is shared with the
-container entrypoint.
+the KUDO operator runs unchanged. sides.kudo_roles turns the pair into a source and a target;
+`load_pair` builds the model from them (kmirror-validate's direct flags use it too). Security
+(which KUDO's MirrorMaker never supported) comes from the SOURCE_CLUSTER_* / SINK_CLUSTER_*
+variables of sides.SIDE_VARS; `security_from_env` is shared with the container entrypoint.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Literal
 
 from kmirror.config import env as envvars
 from kmirror.config import oauth
@@ -23,12 +23,19 @@ from kmirror.config.model import (
     split_patterns,
 )
 from kmirror.config.secret import seal
+from kmirror.config.sides import (
+    BY_SUFFIX,
+    MECHANISMS,
+    PROTOCOLS,
+    SOURCE,
+    TARGET,
+    Side,
+    kudo_roles,
+    suffixes,
+)
 from kmirror.config.values import parse_bool, parse_int
 from kmirror.errors import ConfigError
 
-Side = Literal["SOURCE_CLUSTER", "SINK_CLUSTER"]
-_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM")
 _OIDC = ("TOKEN_ENDPOINT_URL", "CLIENT_ID", "CLIENT_SECRET_FILE", "SCOPE", "EXTENSIONS")
 # The variables each mechanism reads (SCRAM like PLAIN); others given are reported unused.
 _MECHANISM_VARS: Mapping[str, tuple[str, ...]] = {
@@ -53,17 +60,17 @@ def security_from_env(
         return bool(environ.get(f"{side}_{suffix}", "").strip())
 
     protocol = var("SECURITY_PROTOCOL").upper()
-    if protocol not in _PROTOCOLS:
+    if protocol not in PROTOCOLS:
         raise ConfigError(
-            f"{side}_SECURITY_PROTOCOL={protocol!r} must be one of {', '.join(_PROTOCOLS)}"
+            f"{side}_SECURITY_PROTOCOL={protocol!r} must be one of {', '.join(PROTOCOLS)}"
         )
     conf: dict[str, str] = {"security.protocol": protocol}
-    sasl = [s for s in envvars.SIDE_SUFFIXES if s.startswith(("SASL_", "AWS_"))]
+    sasl = suffixes("sasl")
     if protocol.startswith("SASL_"):
         mechanism = var("SASL_MECHANISM").upper()
-        if mechanism not in _MECHANISMS:
+        if mechanism not in MECHANISMS:
             raise ConfigError(
-                f"{side}_SASL_MECHANISM must be one of {', '.join(_MECHANISMS)} "
+                f"{side}_SASL_MECHANISM must be one of {', '.join(MECHANISMS)} "
                 f"when {side}_SECURITY_PROTOCOL={protocol}, not {mechanism!r}"
             )
         conf |= _sasl(side, mechanism, var, environ)
@@ -73,21 +80,11 @@ def security_from_env(
         _ignored(side, [s for s in sasl if s not in used and given(s)], mechanism, notes)
     else:
         _ignored(side, [s for s in sasl if given(s)], protocol, notes)
-    ssl = (
-        "SSL_CA_LOCATION",
-        "SSL_CERTIFICATE_LOCATION",
-        "SSL_KEY_LOCATION",
-        "SSL_KEY_PASSWORD_FILE",
-        "SSL_ENDPOINT_IDENTIFICATION_ALGORITHM",
-    )
+    ssl = suffixes("ssl")
     if protocol.endswith("SSL"):
-        for suffix, key in (
-            ("SSL_CA_LOCATION", "ssl.ca.location"),
-            ("SSL_CERTIFICATE_LOCATION", "ssl.certificate.location"),
-            ("SSL_KEY_LOCATION", "ssl.key.location"),
-        ):
+        for suffix in ("SSL_CA_LOCATION", "SSL_CERTIFICATE_LOCATION", "SSL_KEY_LOCATION"):
             if var(suffix):
-                conf[key] = var(suffix)
+                conf[_key(suffix)] = var(suffix)
         if ("ssl.certificate.location" in conf) != ("ssl.key.location" in conf):
             raise ConfigError(
                 f"mTLS needs both {side}_SSL_CERTIFICATE_LOCATION and {side}_SSL_KEY_LOCATION"
@@ -114,9 +111,9 @@ def _sasl(
     variables to set."""
     if mechanism == "AWS_MSK_IAM":  # oauth.check() validates the region with the bootstrap
         conf = {"sasl.mechanism": "OAUTHBEARER", oauth.PROVIDER: oauth.MSK_IAM}
-        for suffix, key in (("AWS_REGION", oauth.AWS_REGION), ("AWS_ROLE_ARN", oauth.AWS_ROLE_ARN)):
+        for suffix in ("AWS_REGION", "AWS_ROLE_ARN"):
             if var(suffix):
-                conf[key] = var(suffix)
+                conf[_key(suffix)] = var(suffix)
         return conf
     if mechanism == "OAUTHBEARER":
         method = var("SASL_OAUTHBEARER_METHOD").lower()
@@ -129,7 +126,7 @@ def _sasl(
             return {
                 "sasl.mechanism": "OAUTHBEARER",
                 "enable.sasl.oauthbearer.unsecure.jwt": "true",
-                "sasl.oauthbearer.config": var("SASL_OAUTHBEARER_CONFIG"),
+                _key("SASL_OAUTHBEARER_CONFIG"): var("SASL_OAUTHBEARER_CONFIG"),
             }
         if method != "oidc":
             raise ConfigError(
@@ -147,9 +144,7 @@ def _sasl(
         conf["sasl.oauthbearer.client.secret"] = secret
         for name in ("TOKEN_ENDPOINT_URL", "CLIENT_ID", "SCOPE", "EXTENSIONS"):
             if var(f"SASL_OAUTHBEARER_{name}"):
-                conf[f"sasl.oauthbearer.{name.lower().replace('_', '.')}"] = var(
-                    f"SASL_OAUTHBEARER_{name}"
-                )
+                conf[_key(f"SASL_OAUTHBEARER_{name}")] = var(f"SASL_OAUTHBEARER_{name}")
         return conf
     password = envvars.read_secret_file(f"{side}_SASL_PASSWORD_FILE", environ)
     if not var("SASL_USERNAME") or password is None:
@@ -157,13 +152,19 @@ def _sasl(
             f"{side}_SASL_MECHANISM={mechanism} needs {side}_SASL_USERNAME "
             f"and {side}_SASL_PASSWORD_FILE (a file holding the password)"
         )
-    return {"sasl.mechanism": mechanism, "sasl.username": var("SASL_USERNAME"),
+    return {"sasl.mechanism": mechanism, _key("SASL_USERNAME"): var("SASL_USERNAME"),
             "sasl.password": password}  # fmt: skip
+
+
+def _key(suffix: str) -> str:
+    key = BY_SUFFIX[suffix].key
+    assert key is not None, suffix  # the table gives every variable read as it is a key
+    return key
 
 
 def _ignored(side: str, names: list[str], why: str, notes: list[str]) -> None:
     if names:
-        what = "SASL_MECHANISM" if why in _MECHANISMS else "SECURITY_PROTOCOL"
+        what = "SASL_MECHANISM" if why in MECHANISMS else "SECURITY_PROTOCOL"
         notes.append(f"{', '.join(f'{side}_{n}' for n in names)} ignored: {side}_{what} is {why}")
 
 
@@ -182,18 +183,9 @@ def load_kudo(
 ) -> MirrorConfig:
     """Flags win; each missing one is read from its KUDO (MIRROR_MAKER_*) variable."""
     environ = os.environ if environ is None else environ
-
-    def fallback(flag_value: str | None, *names: str) -> str | None:
-        if flag_value is not None and flag_value.strip():
-            return flag_value.strip()
-        for name in names:
-            if environ.get(name, "").strip() or envvars.BY_NAME[name].default is not None:
-                return envvars.get(name, environ).strip()
-        return None
-
-    this = fallback(this_bootstrap, "MIRROR_MAKER_THIS_BOOTSTRAP_SERVERS")
-    external = fallback(external_bootstrap, "MIRROR_MAKER_EXTERNAL_BOOTSTRAP_SERVERS")
-    kind = fallback(external_type, "MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE")
+    this = _fallback(environ, this_bootstrap, "MIRROR_MAKER_THIS_BOOTSTRAP_SERVERS")
+    external = _fallback(environ, external_bootstrap, "MIRROR_MAKER_EXTERNAL_BOOTSTRAP_SERVERS")
+    kind = _fallback(environ, external_type, "MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE")
     for value, flag, name in (
         (this, "--this-bootstrap-servers", "MIRROR_MAKER_THIS_BOOTSTRAP_SERVERS"),
         (external, "--external-bootstrap-servers", "MIRROR_MAKER_EXTERNAL_BOOTSTRAP_SERVERS"),
@@ -205,37 +197,75 @@ def load_kudo(
                 f"{envvars.BY_NAME[name].description}"
             )
     assert this and external and kind  # narrowed by the loop above
-    if kind.upper() not in ("SOURCE", "DESTINATION"):
-        raise ConfigError(
-            f"--external-cluster-type / MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE must "
-            f"be SOURCE or DESTINATION, not {kind!r}"
-        )
-    # SOURCE: the external cluster is copied into this one; DESTINATION: the other way round.
-    src, dst = (external, this) if kind.upper() == "SOURCE" else (this, external)
-    src_security, notes = security_from_env("SOURCE_CLUSTER", environ)
-    dst_security, dst_notes = security_from_env("SINK_CLUSTER", environ)
+    src, dst = kudo_roles(
+        this, external, kind, "--external-cluster-type / MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE"
+    )
+    return load_pair(
+        src,
+        dst,
+        whitelist=whitelist,
+        blacklist=blacklist,
+        num_streams=num_streams,
+        offset_commit_interval_ms=offset_commit_interval_ms,
+        abort_on_send_failure=abort_on_send_failure,
+        group_id=group_id,
+        environ=environ,
+    )
+
+
+def load_pair(
+    source: str,
+    target: str,
+    *,
+    whitelist: str | None = None,
+    blacklist: str | None = None,
+    num_streams: int | None = None,
+    offset_commit_interval_ms: int | None = None,
+    abort_on_send_failure: bool | None = None,
+    group_id: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    dialect: str = "kudo",
+) -> MirrorConfig:
+    """The model for two clusters given by their bootstrap servers (KUDO's pair once its roles
+    are resolved, or kmirror-validate's --source/--target-bootstrap-servers): security from
+    the SOURCE_CLUSTER_* / SINK_CLUSTER_* variables, the rest from flags or KUDO variables."""
+    environ = os.environ if environ is None else environ
+    src_security, notes = security_from_env(SOURCE, environ)
+    dst_security, dst_notes = security_from_env(TARGET, environ)
     commit = offset_commit_interval_ms
     if commit is None:
         name = "MIRROR_MAKER_OFFSET_COMMIT_INTERVAL"
         commit = parse_int(envvars.get(name, environ), name, minimum=1)
     streams = num_streams
     if streams is None:
-        raw = fallback(None, "MIRROR_MAKER_NUM_STREAMS", "NUM_STREAMS") or "1"
+        raw = _fallback(environ, None, "MIRROR_MAKER_NUM_STREAMS", "NUM_STREAMS") or "1"
         streams = parse_int(raw, "MIRROR_MAKER_NUM_STREAMS / NUM_STREAMS", minimum=1)
     abort = abort_on_send_failure
     if abort is None:
         name = "MIRROR_MAKER_ABORT_ON_SEND_FAILURE"
         abort = parse_bool(envvars.get(name, environ), name)
-    include = fallback(whitelist, "MIRROR_MAKER_TOPIC_WHITELIST", "WHITELISTED_TOPICS") or ".*"
-    exclude = fallback(blacklist, "BLACKLISTED_TOPICS") or ""
+    include = (
+        _fallback(environ, whitelist, "MIRROR_MAKER_TOPIC_WHITELIST", "WHITELISTED_TOPICS") or ".*"
+    )
+    exclude = _fallback(environ, blacklist, "BLACKLISTED_TOPICS") or ""
     return MirrorConfig(
-        source=ClusterConfig("source", src, common=src_security),
-        target=ClusterConfig("target", dst, common=dst_security),
+        source=ClusterConfig("source", source, common=src_security),
+        target=ClusterConfig("target", target, common=dst_security),
         group_id=group_id or envvars.get("SOURCE_CLUSTER_CONSUMER_GROUP", environ),
         topics=TopicSelection(include=split_patterns(include), exclude=split_patterns(exclude)),
         num_streams=streams,
         offset_commit_interval_ms=commit,
         abort_on_send_failure=abort,
-        dialect="kudo",
+        dialect=dialect,
         notes=tuple(notes + dst_notes),
     )
+
+
+def _fallback(environ: Mapping[str, str], flag_value: str | None, *names: str) -> str | None:
+    """The flag's value, else the first variable that is set or has a documented default."""
+    if flag_value is not None and flag_value.strip():
+        return flag_value.strip()
+    for name in names:
+        if environ.get(name, "").strip() or envvars.BY_NAME[name].default is not None:
+            return envvars.get(name, environ).strip()
+    return None

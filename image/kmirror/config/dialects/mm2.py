@@ -36,7 +36,10 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Literal, cast
 
-from kmirror.config.dr import DR_SETTINGS, dr_from_mm2
+from kmirror.config.dialects.dr import DR_SETTINGS, dr_from_mm2
+from kmirror.config.dialects.properties import load_properties
+from kmirror.config.dialects.providers import resolve_placeholders
+from kmirror.config.javaclient.translate import StartPolicy, translate
 from kmirror.config.model import (
     DEFAULT_CONFIG_EXCLUDES,
     ENGINES,
@@ -46,9 +49,6 @@ from kmirror.config.model import (
     TopicSelection,
     split_patterns,
 )
-from kmirror.config.properties import load_properties
-from kmirror.config.providers import resolve_placeholders
-from kmirror.config.translate import StartPolicy, translate
 from kmirror.config.values import parse_bool, parse_float, parse_int
 from kmirror.errors import ConfigError
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from kmirror.config.properties import dump_properties, load_properties, parse_properties
+from kmirror.config.dialects.properties import dump_properties, load_properties, parse_properties
 from kmirror.errors import ConfigError
 
 pytestmark = pytest.mark.unit

@@ -14,13 +14,13 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from kmirror.config import dr
 from kmirror.config import env as envvars
-from kmirror.config.describe import describe
-from kmirror.config.kudo import load_kudo
-from kmirror.config.log4j import check_level, read_log4j
-from kmirror.config.mm1 import load_mm1
-from kmirror.config.mm2 import load_mm2
+from kmirror.config.dialects import dr
+from kmirror.config.dialects.kudo import load_kudo, load_pair
+from kmirror.config.dialects.log4j import check_level, read_log4j
+from kmirror.config.dialects.mm1 import load_mm1
+from kmirror.config.dialects.mm2 import load_mm2
+from kmirror.config.dialects.properties import PropertiesFile
 from kmirror.config.model import (
     DEFAULT_NUM_STREAMS,
     DEFAULT_OFFSET_COMMIT_INTERVAL_MS,
@@ -28,14 +28,14 @@ from kmirror.config.model import (
     MirrorConfig,
     RenamePolicy,
 )
-from kmirror.config.properties import PropertiesFile
 from kmirror.config.values import enforce_strict, parse_bool, parse_float, parse_int
 from kmirror.errors import ConfigError
 
-__all__ = ["add_config_arguments", "describe", "load_config"]
+__all__ = ["CHOOSING_FLAGS", "DIALECT_FLAGS", "load_config"]
 
-# (flag, dest, help). Values are parsed by load_config, so that every error is a ConfigError
-# naming the flag, and "not given" (None) can be told apart from a default.
+# (flag, dest, help) of each dialect: which flags given tell the dialect apart. Values are
+# parsed by load_config, so that every error is a ConfigError naming the flag, and "not given"
+# (None) can be told apart from a default. kmirror.cli.flags puts them on the command line.
 _MM1 = (
     ("--consumer.config", "consumer_config", "MM1: consumer .properties (source cluster)"),
     ("--producer.config", "producer_config", "MM1: producer .properties (target cluster)"),
@@ -66,75 +66,14 @@ _KUDO = (
         "KUDO: SOURCE or DESTINATION (the role of the external cluster)",
     ),
 )
-_COMMON = (
-    (
-        "--abort.on.send.failure",
-        "abort_on_send_failure",
-        "true (default): stop when the target refuses a record; false: keep retrying",
-    ),
-    ("--partitioning", "partitioning", "same (default): keep the source partition; hash"),
-    (
-        "--engine",
-        "engine",
-        "record (default): copy record by record; batch: copy source record batches as they "
-        "are (--partitioning same); auto: batches where they pay off",
-    ),
-    ("--rename-policy", "rename_policy", "identity (same topic names) or prefix (<alias>.topic)"),
-    ("--source-alias", "source_alias", "alias used by the prefix rename policy"),
-    (
-        "--target-alias",
-        "target_alias",
-        "alias of the target cluster (prefix policy: `<alias>.*` topics never go back)",
-    ),
-    (
-        "--replication-factor",
-        "replication_factor",
-        "replication factor of created topics (-1 = the source topic's when the target has "
-        "enough brokers, else the broker default)",
-    ),
-    ("--group-id", "group_id", "consumer group (overrides the dialect's group.id)"),
-    (
-        "--progress-topic",
-        "progress_topic",
-        "compacted target topic holding the mirror's progress "
-        "(default kmirror-progress.<group.id>.internal)",
-    ),
-    ("--metrics-port", "metrics_port", "port of /metrics, /healthz (0 disables)"),
-    ("--log-level", "log_level", "DEBUG, INFO, WARN, ERROR"),
-    ("--log-format", "log_format", "text or json"),
-    ("--log4j-config", "log4j_config", "log4j properties file: root level and pattern"),
-    (
-        "--refresh-topics-interval-s",
-        "refresh_topics_interval_s",
-        "seconds between topic list refreshes (default 5)",
-    ),
-    (
-        "--sync-topic-configs-interval-s",
-        "sync_topic_configs_interval_s",
-        "seconds between topic config syncs (MM2 sync.topic.configs.interval.seconds; 600)",
-    ),
-)
-_METAVARS = {
-    "consumer_config": "FILE", "producer_config": "FILE", "mm2_config": "FILE",
-    "log4j_config": "FILE", "message_handler": "CLASS", "rebalance_listener": "CLASS",
-    "num_streams": "N", "offset_commit_interval_ms": "MS", "abort_on_send_failure": "BOOL",
-    "this_bootstrap_servers": "HOST:PORT,...", "external_bootstrap_servers": "HOST:PORT,...",
-    "external_cluster_type": "SOURCE|DESTINATION", "partitioning": "same|hash",
-    "engine": "record|batch|auto",
-    "rename_policy": "identity|prefix", "source_alias": "ALIAS", "replication_factor": "N",
-    "group_id": "GROUP", "progress_topic": "TOPIC", "metrics_port": "PORT", "log_level": "LEVEL",
-    "log_format": "text|json", "refresh_topics_interval_s": "SECONDS", "clusters": "ALIAS,...",
-    "flow": "A->B", "target_alias": "ALIAS", "groups": "REGEX", "groups_exclude": "REGEX",
-    "checkpoints_interval_s": "SECONDS", "heartbeats_interval_s": "SECONDS",
-    "sync_group_offsets_interval_s": "SECONDS", "emit_checkpoints": "BOOL",
-    "emit_heartbeats": "BOOL", "sync_group_offsets": "BOOL",
-    "sync_topic_configs_interval_s": "SECONDS",
-}  # fmt: skip
 _KUDO_ENV = (
     "MIRROR_MAKER_THIS_BOOTSTRAP_SERVERS",
     "MIRROR_MAKER_EXTERNAL_BOOTSTRAP_SERVERS",
     "MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE",
 )
+DIALECT_FLAGS: tuple[tuple[str, str, str], ...] = (*_MM1, *_SHARED, *_MM2, *_KUDO)
+# The flags that choose a dialect (MM1/KUDO share the others).
+CHOOSING_FLAGS: tuple[tuple[str, str, str], ...] = (*_MM1, *_MM2, *_KUDO)
 _HOW = (
     "give one of: (1) MirrorMaker 1: --consumer.config FILE --producer.config FILE "
     "--whitelist REGEX; (2) MirrorMaker 2: --mm2.config mm2.properties [--flow A->B]; "
@@ -143,75 +82,38 @@ _HOW = (
 )
 
 
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add every dialect's flags and the common ones (dest names are listed in loader.py)."""
-    group = parser.add_argument_group("configuration (MirrorMaker 1, MirrorMaker 2 or KUDO)")
-    group.add_argument(
-        "--whitelist",
-        "--include",
-        dest="whitelist",
-        metavar="REGEX",
-        help="MM1/KUDO: topics to mirror (regex or comma list)",
-    )
-    group.add_argument(
-        "--blacklist",
-        "--exclude",
-        dest="blacklist",
-        metavar="REGEX",
-        help="MM1/KUDO: topics never to mirror",
-    )
-    group.add_argument(
-        "--new.consumer", dest="new_consumer", action="store_true", help="MM1: accepted and ignored"
-    )
-    for flag, dest, text in (*_MM1, *_SHARED, *_MM2, *_KUDO, *_COMMON, *dr.FLAGS):
-        aliases = [flag, "--mm2-config"] if flag == "--mm2.config" else [flag]
-        group.add_argument(*aliases, dest=dest, metavar=_METAVARS.get(dest, "VALUE"), help=text)
-    group.add_argument(
-        "--no-create-topics",
-        dest="no_create_topics",
-        action="store_true",
-        help="never create topics on the target (missing ones are an error)",
-    )
-    group.add_argument(
-        "--exactly-once",
-        dest="exactly_once",
-        action="store_true",
-        help="write the target in transactions: every source record exactly once for "
-        "read_committed readers (also EXACTLY_ONCE=true; mm2: exactly.once.support=enabled)",
-    )
-    group.add_argument(
-        "--strict",
-        dest="strict",
-        action="store_true",
-        help="every configuration warning is an error (also KMIRROR_STRICT)",
-    )
+def load_config(
+    args: argparse.Namespace,
+    environ: Mapping[str, str] | None = None,
+    *,
+    clusters: tuple[str, str] | None = None,
+) -> MirrorConfig:
+    """Detect the dialect, build the model, apply the common flags, enforce --strict.
 
-
-def load_config(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> MirrorConfig:
-    """Detect the dialect, build the model, apply the common flags, enforce --strict."""
+    `clusters` (source, target bootstrap servers) stands in for a dialect: kmirror-validate's
+    --source/--target-bootstrap-servers, with the sides' security from the environment."""
     env = os.environ if environ is None else environ
     a: dict[str, Any] = vars(args)
     given = {flag: a.get(dest) for flag, dest in _flags() if a.get(dest) not in (None, False)}
-    dialect = _dialect(given, env)
-    group_id = _text(a.get("group_id"))
-    commit = _opt_int(a, "offset_commit_interval_ms", "--offset.commit.interval.ms", 1)
-    streams = _opt_int(a, "num_streams", "--num.streams", 1)
+    dialect = "direct" if clusters is not None else _dialect(given, env)
     abort = a.get("abort_on_send_failure")
     abort_flag = None if abort is None else parse_bool(abort, "--abort.on.send.failure")
+    # The flags MirrorMaker 1 and KUDO share (mm2.properties carries its own).
+    shared: dict[str, Any] = {
+        "whitelist": a.get("whitelist"),
+        "blacklist": a.get("blacklist"),
+        "num_streams": _opt_int(a, "num_streams", "--num.streams", 1),
+        "offset_commit_interval_ms": _opt_int(
+            a, "offset_commit_interval_ms", "--offset.commit.interval.ms", 1
+        ),
+        "abort_on_send_failure": abort_flag,
+        "group_id": _text(a.get("group_id")),
+    }
     notes: list[str] = []
     if dialect == "mm1":
         if a.get("new_consumer"):
             notes.append("--new.consumer has no effect (kmirror always uses the new consumer)")
-        config = load_mm1(
-            a.get("consumer_config"),
-            a.get("producer_config"),
-            whitelist=a.get("whitelist"),
-            blacklist=a.get("blacklist"),
-            num_streams=streams,
-            offset_commit_interval_ms=commit,
-            abort_on_send_failure=abort_flag,
-            group_id=group_id,
-        )
+        config = load_mm1(a.get("consumer_config"), a.get("producer_config"), **shared)
     elif dialect == "mm2":
         config = load_mm2(
             a["mm2_config"],
@@ -221,17 +123,14 @@ def load_config(args: argparse.Namespace, environ: Mapping[str, str] | None = No
         )
         if abort_flag is not None:
             config = dataclasses.replace(config, abort_on_send_failure=abort_flag)
+    elif clusters is not None:
+        config = load_pair(*clusters, **shared, environ=env, dialect="direct")
     else:
         config = load_kudo(
             a.get("this_bootstrap_servers"),
             a.get("external_bootstrap_servers"),
             a.get("external_cluster_type"),
-            whitelist=a.get("whitelist"),
-            blacklist=a.get("blacklist"),
-            num_streams=streams,
-            offset_commit_interval_ms=commit,
-            abort_on_send_failure=abort_flag,
-            group_id=group_id,
+            **shared,
             environ=env,
         )
     config = _common(config, a, env, notes)
@@ -245,7 +144,7 @@ def _flags() -> list[tuple[str, str]]:
         ("--blacklist", "blacklist"),
         ("--new.consumer", "new_consumer"),
     ]
-    return [(f, d) for f, d, _ in (*_MM1, *_SHARED, *_MM2, *_KUDO)] + extra
+    return [(f, d) for f, d, _ in DIALECT_FLAGS] + extra
 
 
 def _dialect(given: Mapping[str, Any], env: Mapping[str, str]) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kmirror.config.properties import PropertiesFile, load_properties
+from kmirror.config.dialects.properties import PropertiesFile, load_properties
 from kmirror.config.values import unrendered
 from kmirror.errors import ConfigError
 

@@ -8,6 +8,8 @@ producer do.
 
 from __future__ import annotations
 
+from kmirror.config.dialects.properties import PropertiesFile, load_properties
+from kmirror.config.javaclient.translate import Translation, translate
 from kmirror.config.model import (
     DEFAULT_NUM_STREAMS,
     DEFAULT_OFFSET_COMMIT_INTERVAL_MS,
@@ -16,8 +18,6 @@ from kmirror.config.model import (
     TopicSelection,
     split_patterns,
 )
-from kmirror.config.properties import PropertiesFile, load_properties
-from kmirror.config.translate import Translation, translate
 from kmirror.config.values import parse_int, unrendered
 from kmirror.errors import ConfigError
 

@@ -13,7 +13,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kmirror.config import jks, oauth
+from kmirror.config import oauth
+from kmirror.config.javaclient import jks
 
 # Java classes that change who we authenticate as or what we trust: without them the
 # connection would be less secure or not authenticated the way the user intended.

@@ -5,7 +5,7 @@ from collections.abc import Callable
 import pytest
 
 from kmirror.config.describe import describe
-from kmirror.config.mm2 import load_mm2
+from kmirror.config.dialects.mm2 import load_mm2
 from kmirror.config.secret import Secret
 from kmirror.errors import ConfigError
 from tests.unit.config.conftest import load, seed

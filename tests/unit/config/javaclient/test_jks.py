@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from kmirror.config.javaclient.translate import translate
 from kmirror.config.secret import Secret, reveal
-from kmirror.config.translate import translate
 from kmirror.errors import ConfigError
 
 pytestmark = pytest.mark.unit

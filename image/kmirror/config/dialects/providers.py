@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from kmirror.config.properties import load_properties
+from kmirror.config.dialects.properties import load_properties
 from kmirror.config.secret import read_secret_text
 from kmirror.errors import ConfigError
 

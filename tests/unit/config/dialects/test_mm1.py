@@ -4,7 +4,7 @@ from collections.abc import Callable, Mapping
 
 import pytest
 
-from kmirror.config.mm1 import load_mm1
+from kmirror.config.dialects.mm1 import load_mm1
 from kmirror.errors import ConfigError
 from tests.unit.config.conftest import load, seed
 

@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kmirror.config import librdkafka, oauth
-from kmirror.config.javasec import translate_security
+from kmirror.config import oauth
+from kmirror.config.javaclient import librdkafka
+from kmirror.config.javaclient.javasec import translate_security
 from kmirror.config.model import CONSUMER_FORCED, PRODUCER_FORCED, ConfValue
 from kmirror.config.secret import seal
 from kmirror.errors import ConfigError
