@@ -111,7 +111,7 @@ def _entrypoint(extra: list[str]) -> int:
     # The mirror reads KMIRROR_* settings from the environment: give it the .env file's too.
     for key, value in plan.dotenv.items():
         os.environ.setdefault(key, value)
-    config = plan_config(plan, extra)
+    config = plan_config(plan, _run_flags(extra))
     log.info("starting: kmirror %s", shlex.join([*plan.argv(directory), *extra]))
     from kmirror.cli import run  # the mirror's modules: not needed by `render` or `--help`
 
@@ -149,6 +149,15 @@ def render(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _run_flags(extra: list[str]) -> argparse.Namespace:
+    """The container's arguments as `kmirror run` flags (a bad one: usage and exit 2)."""
+    from kmirror.config.loader import add_config_arguments
+
+    parser = argparse.ArgumentParser(prog="kmirror entrypoint", add_help=False)
+    add_config_arguments(parser)
+    return parser.parse_args(extra)
 
 
 def _configure_logging(plan: Plan) -> None:

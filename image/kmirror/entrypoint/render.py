@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -23,7 +23,7 @@ from dotenv import dotenv_values
 
 from kmirror.config import env as envvars
 from kmirror.config.kudo import Side, security_from_env
-from kmirror.config.loader import add_config_arguments, load_config
+from kmirror.config.loader import load_config
 from kmirror.config.model import ConfValue, MirrorConfig
 from kmirror.config.properties import PropertiesFile
 from kmirror.config.secret import Secret, is_secret_key, reveal, unseal
@@ -254,19 +254,17 @@ def mirror_options(env: Mapping[str, str]) -> dict[str, str | bool]:
 
 
 def plan_config(
-    plan: Plan, flags: Sequence[str] = (), directory: Path | None = None
+    plan: Plan, flags: argparse.Namespace | None = None, directory: Path | None = None
 ) -> MirrorConfig:
     """The mirror's configuration: the rendered files, as `kmirror run` would load them from
     `directory` (the config dir by default; messages name the files there), with the options
-    and then `flags` (the container's arguments, `kmirror run` flags) applied. Same errors, same
-    warnings, same --strict as `kmirror run`."""
-    parser = argparse.ArgumentParser(prog="kmirror entrypoint", add_help=False)
-    add_config_arguments(parser)
-    parser.set_defaults(**plan.options)  # the environment's values; a flag given wins
-    args = parser.parse_args(list(flags))  # a bad flag: usage and exit 2, as `kmirror run`
+    and then the flags given (the container's arguments, parsed as `kmirror run` flags)
+    applied. Same errors, same warnings, same --strict as `kmirror run`."""
+    given = {k: v for k, v in vars(flags or argparse.Namespace()).items() if v not in (None, False)}
+    args = argparse.Namespace(**{**plan.options, **given})  # a flag wins over the environment
     d = plan.config_dir if directory is None else directory
     for dest, (name, flag) in _FILE_FLAGS.items():
-        if getattr(args, dest) is not None:
+        if dest in given:
             raise ConfigError(
                 f"{flag} cannot follow `kmirror entrypoint`: it renders {name} from the "
                 f"environment. To run your own files, pass a command: `run {flag} FILE ...`"
