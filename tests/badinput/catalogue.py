@@ -145,9 +145,9 @@ def _override_flags(base: list[str], overrides: list[str]) -> list[str]:
     return out
 
 
-def entry(command: str = "entrypoint", **env: str | None) -> Builder:
+def entry(command: str = "entrypoint", *args: str, **env: str | None) -> Builder:
     """The container entrypoint (or `render`) with a working environment, changed by env
-    (a value None unsets the variable)."""
+    (a value None unsets the variable); args follow the command."""
 
     def build(c: Any) -> Invocation:
         base = {
@@ -163,7 +163,7 @@ def entry(command: str = "entrypoint", **env: str | None) -> Builder:
                 base.pop(key, None)
             else:
                 base[key] = c.fmt(value)
-        return Invocation([command], base)
+        return Invocation([command, *(c.fmt(a) for a in args)], base)
 
     return Builder(command, build)
 
@@ -419,6 +419,9 @@ CASES: list[Case] = [
     Case("env-abort-typo", "environment", "`MIRROR_MAKER_ABORT_ON_SEND_FAILURE=perhaps`", 2,
          "MIRROR_MAKER_ABORT_ON_SEND_FAILURE must be true or false",
          entry(MIRROR_MAKER_ABORT_ON_SEND_FAILURE="perhaps")),
+    Case("env-entrypoint-file-flag", "environment", "`kmirror entrypoint --consumer.config FILE`",
+         2, "--consumer.config cannot follow `kmirror entrypoint`",
+         entry("entrypoint", "--consumer.config", "{tmp}/mine.properties")),
     Case("env-log-format", "environment", "`KMIRROR_LOG_FORMAT=xml`", 2,
          "KMIRROR_LOG_FORMAT must be text or json", entry(KMIRROR_LOG_FORMAT="xml")),
     Case("env-kudo-contradiction", "environment",

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kmirror.cli.entrypoint import plan_config
 from kmirror.config import oauth
-from kmirror.entrypoint.render import build_plan
+from kmirror.entrypoint.render import build_plan, plan_config
 from tests.chart import chartlib
 from tests.chart.chartlib import SecretRef
 

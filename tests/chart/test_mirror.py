@@ -149,8 +149,7 @@ def test_num_streams() -> None:
 
 
 def test_exactly_once_reaches_the_entrypoint() -> None:
-    from kmirror.cli.entrypoint import plan_config
-    from kmirror.entrypoint.render import build_plan
+    from kmirror.entrypoint.render import build_plan, plan_config
 
     env = T(_with(exactlyOnce=True)).configmap
     assert env["EXACTLY_ONCE"] == "true"

@@ -204,6 +204,33 @@ def test_mm2_mode_with_validation_clusters_renders_the_test_pod(
     assert "--topics=east\\..*" in args
 
 
+def test_mm2_mode_validation_pods_keep_the_cluster_credentials(
+    helm_template: Callable[..., Any], minimal: dict[str, Any]
+) -> None:
+    """The mirror reads mm2.properties only; the validation pods still reach the clusters with
+    the settings and Secrets from values (the shared pod helper must not drop them)."""
+    sasl = {"securityProtocol": "SASL_SSL", "sasl": {"mechanism": "SCRAM-SHA-512",
+                                                     "existingSecret": "src-sasl"}}  # fmt: skip
+    values = {
+        **minimal,
+        "source": {**minimal["source"], **sasl},
+        "mm2Config": MM2_SECRET,
+        "validation": {"topics": "east\\..*", "hook": {"enabled": True}},
+    }
+    docs = helm_template(values)
+    mirror_c = mirror(docs)
+    assert "envFrom" not in mirror_c and "env" not in mirror_c
+    assert {v["name"] for v in chartlib.pod_spec(docs.deployment)["volumes"]} == {
+        "tmp",
+        "mm2-config",
+    }
+    for doc in (*docs.of_kind("Pod"), *docs.of_kind("Job")):
+        c = chartlib.container(doc, "validate")
+        assert c["envFrom"] == [{"configMapRef": {"name": chartlib.FULLNAME}}]
+        assert c["env"][0]["name"] == "SOURCE_CLUSTER_SASL_USERNAME"
+        assert "source-sasl" in {v["name"] for v in chartlib.pod_spec(doc)["volumes"]}
+
+
 def test_mm2_mode_notes_say_where_the_configuration_is() -> None:
     notes = chartlib.render_notes(mm2_values(mm2Config={**MM2_SECRET, "flow": "a->b"}))
     assert "kmirror runs your MirrorMaker 2 configuration (mm2.conf in Secret my-mm2" in notes

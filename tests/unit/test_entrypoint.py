@@ -17,7 +17,6 @@ import pytest
 
 from kmirror.cli import main as cli_main
 from kmirror.cli import run as cli_run
-from kmirror.cli.entrypoint import plan_config
 from kmirror.config.model import MirrorConfig
 from kmirror.config.secret import Secret
 from kmirror.entrypoint.render import (
@@ -25,6 +24,7 @@ from kmirror.entrypoint.render import (
     LOG4J,
     PRODUCER,
     build_plan,
+    plan_config,
     write_files,
 )
 from kmirror.errors import ConfigError
@@ -503,7 +503,7 @@ def test_a_file_flag_after_entrypoint_is_refused(
     mine = str(tmp_path / "mine.properties")
     assert cli_main.main(["entrypoint", "--consumer.config", mine]) == 2
     with pytest.raises(ConfigError, match=r"--consumer.config cannot follow .*run --consumer"):
-        plan_config(build_plan({**environ, **BASE}), ["--consumer.config", mine])
+        plan_config(build_plan({**environ, **BASE}), argparse.Namespace(consumer_config=mine))
 
 
 def test_a_command_after_entrypoint_runs_as_given_without_rendering(

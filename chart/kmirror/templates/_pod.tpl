@@ -7,12 +7,13 @@ secrets, priority, the restricted security contexts, scheduling (nodeSelector, t
 affinity), the cluster settings (ConfigMap env, Secret user names, mounted secret files), the
 writable /tmp, image, resources. Each caller adds only what is its own.
 
-In mm2Config mode the user's mm2.properties is the whole configuration: the KMIRROR_* settings
-and secret files from values would override or contradict it, so they are left out (validation
-pods never render in that mode, validateValues refuses it).
+"clusterSettings" says whether the container gets the cluster settings from values (ConfigMap
+env, Secret user names, secret files): not the mirror in mm2Config mode, where the user's
+mm2.properties is the whole configuration and KMIRROR_* settings would override it; always the
+validation pods, which find the clusters by values in every mode.
 
 Usage: include "kmirror.podSpec" (dict "ctx" $
-  "serviceAccountName" NAME "automountServiceAccountToken" BOOL
+  "serviceAccountName" NAME "automountServiceAccountToken" BOOL "clusterSettings" BOOL
   "affinity" YAML (optional) "podFields" YAML (optional, pod-level fields of the caller)
   "name" CONTAINER-NAME "image" REF "pullPolicy" POLICY
   "containerFields" YAML (optional: command, args, ports, probes)
@@ -22,7 +23,7 @@ Usage: include "kmirror.podSpec" (dict "ctx" $
 {{- define "kmirror.podSpec" -}}
 {{- $ := .ctx -}}
 {{- $v := $.Values -}}
-{{- $clusterSettings := not $v.mm2Config.enabled -}}
+{{- $clusterSettings := .clusterSettings -}}
 serviceAccountName: {{ .serviceAccountName }}
 automountServiceAccountToken: {{ .automountServiceAccountToken }}
 enableServiceLinks: false

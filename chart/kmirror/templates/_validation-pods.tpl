@@ -79,6 +79,7 @@ Usage: include "kmirror.validation.podSpec" (dict "ctx" $ "activeDeadlineSeconds
 {{- include "kmirror.podSpec" (dict "ctx" $
   "serviceAccountName" (include "kmirror.validation.serviceAccountName" $)
   "automountServiceAccountToken" false
+  "clusterSettings" true
   "affinity" $affinity
   "podFields" $podFields
   "name" "validate"

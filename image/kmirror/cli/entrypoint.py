@@ -22,14 +22,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
-from kmirror.cli.flags import add_config_arguments
 from kmirror.config import env as envvars
-from kmirror.config.dialects.loader import load_config
 from kmirror.config.dialects.log4j import check_level
-from kmirror.config.dialects.properties import PropertiesFile
-from kmirror.config.model import MirrorConfig
-from kmirror.config.secret import unseal
-from kmirror.entrypoint.render import FILE_FLAGS, Plan, build_plan, write_files
+from kmirror.entrypoint.render import Plan, build_plan, plan_config, write_files
 from kmirror.errors import ConfigError
 from kmirror.logsetup import configure
 
@@ -37,28 +32,6 @@ log = logging.getLogger(__name__)
 
 # Runs a whole kmirror command line (cli.main.main, handed in: this module does not import it).
 Dispatch = Callable[[Sequence[str]], int]
-
-
-def plan_config(
-    plan: Plan, flags: Sequence[str] = (), directory: Path | None = None
-) -> MirrorConfig:
-    """The mirror's configuration: the rendered files, as `kmirror run` would load them from
-    `directory` (the config dir by default; messages name the files there), with the options
-    and then `flags` (the container's arguments, `kmirror run` flags) applied. Same errors, same
-    warnings, same --strict as `kmirror run`."""
-    parser = argparse.ArgumentParser(prog="kmirror entrypoint", add_help=False)
-    add_config_arguments(parser)
-    parser.set_defaults(**plan.options)  # the environment's values; a flag given wins
-    args = parser.parse_args(list(flags))  # a bad flag: usage and exit 2, as `kmirror run`
-    d = plan.config_dir if directory is None else directory
-    for dest, (name, flag) in FILE_FLAGS.items():
-        if getattr(args, dest) is not None:
-            raise ConfigError(
-                f"{flag} cannot follow `kmirror entrypoint`: it renders {name} from the "
-                f"environment. To run your own files, pass a command: `run {flag} FILE ...`"
-            )
-        setattr(args, dest, PropertiesFile(str(d / name), unseal(plan.file(name).props)))
-    return load_config(args, plan.environ)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], dispatch: Dispatch) -> None:
@@ -138,7 +111,7 @@ def _entrypoint(extra: list[str]) -> int:
     # The mirror reads KMIRROR_* settings from the environment: give it the .env file's too.
     for key, value in plan.dotenv.items():
         os.environ.setdefault(key, value)
-    config = plan_config(plan, extra)
+    config = plan_config(plan, _run_flags(extra))
     log.info("starting: kmirror %s", shlex.join([*plan.argv(directory), *extra]))
     from kmirror.cli import run  # the mirror's modules: not needed by `render` or `--help`
 
@@ -176,6 +149,15 @@ def render(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _run_flags(extra: list[str]) -> argparse.Namespace:
+    """The container's arguments as `kmirror run` flags (a bad one: usage and exit 2)."""
+    from kmirror.cli.flags import add_config_arguments
+
+    parser = argparse.ArgumentParser(prog="kmirror entrypoint", add_help=False)
+    add_config_arguments(parser)
+    return parser.parse_args(extra)
 
 
 def _configure_logging(plan: Plan) -> None:

@@ -2,15 +2,15 @@
 
 `build_plan` reads everything (an optional .env file, the KUDO variables, the templates, the
 security variables, mounted secret files) and fails before anything is written or started.
-`kmirror.cli.entrypoint.plan_config` hands the rendered files, still in memory, and the options
-to the MirrorMaker 1 loader: the mirror gets the model `kmirror run --consumer.config ...
---producer.config ... --whitelist ...` would build from those files. `write_files` puts the
-files into a private directory, for people to read and to rerun that command (`Plan.argv`);
-nothing reads them back.
+`plan_config` hands the rendered files, still in memory, and the options to the MirrorMaker 1
+loader: the mirror gets the model `kmirror run --consumer.config ... --producer.config ...
+--whitelist ...` would build from those files. `write_files` puts the files into a private
+directory, for people to read and to rerun that command (`Plan.argv`); nothing reads them back.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 from collections.abc import Iterator, Mapping
@@ -23,8 +23,10 @@ from dotenv import dotenv_values
 
 from kmirror.config import env as envvars
 from kmirror.config.dialects.kudo import security_from_env
-from kmirror.config.model import ConfValue
-from kmirror.config.secret import Secret, is_secret_key, reveal
+from kmirror.config.dialects.loader import load_config
+from kmirror.config.dialects.properties import PropertiesFile
+from kmirror.config.model import ConfValue, MirrorConfig
+from kmirror.config.secret import Secret, is_secret_key, reveal, unseal
 from kmirror.config.sides import BOOTSTRAP, SIDE_SUFFIXES, SOURCE, TARGET, Side, kudo_roles
 from kmirror.config.values import enforce_strict, parse_bool, parse_int
 from kmirror.entrypoint.templating import Expander, Rendered, expand_properties
@@ -47,7 +49,7 @@ _OPTION_FLAGS = {
     "blacklist": "--blacklist",
 }
 # Flags naming the configuration: the entrypoint's comes from the environment.
-FILE_FLAGS = {
+_FILE_FLAGS = {
     "consumer_config": (CONSUMER, "--consumer.config"),
     "producer_config": (PRODUCER, "--producer.config"),
     "log4j_config": (LOG4J, "--log4j-config"),
@@ -71,7 +73,7 @@ class Plan:
         configuration (for people: logged, printed by `kmirror render`)."""
         d = self.config_dir if directory is None else directory
         argv = ["run"]
-        for name, flag in FILE_FLAGS.values():
+        for name, flag in _FILE_FLAGS.values():
             argv += [flag, str(d / name)]
         for dest, value in self.options.items():
             argv += [_OPTION_FLAGS[dest]] if value is True else [_OPTION_FLAGS[dest], str(value)]
@@ -244,6 +246,26 @@ def mirror_options(env: Mapping[str, str]) -> dict[str, str | bool]:
     if blacklist:
         options["blacklist"] = blacklist
     return options
+
+
+def plan_config(
+    plan: Plan, flags: argparse.Namespace | None = None, directory: Path | None = None
+) -> MirrorConfig:
+    """The mirror's configuration: the rendered files, as `kmirror run` would load them from
+    `directory` (the config dir by default; messages name the files there), with the options
+    and then the flags given (the container's arguments, parsed as `kmirror run` flags)
+    applied. Same errors, same warnings, same --strict as `kmirror run`."""
+    given = {k: v for k, v in vars(flags or argparse.Namespace()).items() if v not in (None, False)}
+    args = argparse.Namespace(**{**plan.options, **given})  # a flag wins over the environment
+    d = plan.config_dir if directory is None else directory
+    for dest, (name, flag) in _FILE_FLAGS.items():
+        if dest in given:
+            raise ConfigError(
+                f"{flag} cannot follow `kmirror entrypoint`: it renders {name} from the "
+                f"environment. To run your own files, pass a command: `run {flag} FILE ...`"
+            )
+        setattr(args, dest, PropertiesFile(str(d / name), unseal(plan.file(name).props)))
+    return load_config(args, plan.environ)
 
 
 def write_files(plan: Plan, directory: Path | None = None) -> Path:

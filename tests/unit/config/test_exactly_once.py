@@ -7,9 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from kmirror.cli.entrypoint import plan_config
 from kmirror.config import txn
-from kmirror.entrypoint.render import build_plan
+from kmirror.entrypoint.render import build_plan, plan_config
 from kmirror.errors import ConfigError
 from tests.unit.config.conftest import load
 

@@ -11,13 +11,12 @@ from typing import Any
 import pytest
 from aws_msk_iam_sasl_signer import MSKAuthTokenProvider
 
-from kmirror.cli.entrypoint import plan_config
 from kmirror.config import oauth
 from kmirror.config.dialects.kudo import security_from_env
 from kmirror.config.javaclient.translate import translate
 from kmirror.config.model import ClusterConfig
 from kmirror.config.secret import Secret
-from kmirror.entrypoint.render import CONSUMER, build_plan
+from kmirror.entrypoint.render import CONSUMER, build_plan, plan_config
 from kmirror.errors import ConfigError
 from tests.unit.config.conftest import load
 
