@@ -6,15 +6,16 @@ import argparse
 import logging
 
 from kmirror.config.dialects.loader import load_config
+from kmirror.logsetup import configure_for
 from kmirror.mirror.stream import DEFAULT_TUNING, Tuning
-from kmirror.mirror.supervisor import configure_logging, run_mirror
+from kmirror.mirror.supervisor import run_mirror
 
 log = logging.getLogger("kmirror")
 
 
 def run(args: argparse.Namespace, tuning: Tuning = DEFAULT_TUNING) -> int:
     config = load_config(args)
-    configure_logging(config)
+    configure_for(config)
     for note in config.notes:
         log.warning("config: %s", note)
     log.info(

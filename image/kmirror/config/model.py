@@ -283,6 +283,7 @@ class DrConfig:
 DEFAULT_NUM_STREAMS = 1
 DEFAULT_OFFSET_COMMIT_INTERVAL_MS = 60_000
 ENGINES = ("record", "batch", "auto")
+PARTITIONINGS = ("same", "hash")
 
 
 @dataclass(frozen=True)
@@ -355,11 +356,11 @@ class MirrorConfig:
             from kmirror.config import txn  # the exactly-once settings (imports this module)
 
             txn.check(self)
-        if self.partitioning not in ("same", "hash"):
+        if self.partitioning not in PARTITIONINGS:
             raise ConfigError(f"--partitioning must be 'same' or 'hash', not {self.partitioning!r}")
         if self.engine not in ENGINES:
             raise ConfigError(f"--engine must be record, batch or auto, not {self.engine!r}")
-        if self.engine == "batch" and self.partitioning == "hash":
+        if self.engine == "batch" and not self.keeps_partitions:
             raise ConfigError(
                 "--engine batch copies record batches to the same partition number and cannot "
                 "re-partition: use --partitioning same, or --engine auto (the record path for "
@@ -386,6 +387,12 @@ class MirrorConfig:
         if topics != self.topics:
             object.__setattr__(self, "topics", topics)
 
+    @property
+    def keeps_partitions(self) -> bool:
+        """--partitioning same: every record goes to its source partition's number (hash:
+        the target's partitioner places it)."""
+        return self.partitioning == "same"
+
     # The only places secrets leave their wrapper: right where clients are created (with a
     # token provider's oauth_cb in place of its kmirror.sasl.* settings).
     def consumer_conf(self) -> dict[str, Any]:
@@ -401,7 +408,7 @@ class MirrorConfig:
     def producer_conf(self) -> dict[str, Any]:
         conf = {**PRODUCER_DEFAULTS, **self.target.client_conf("producer")}
         conf.update(PRODUCER_FORCED)
-        if self.partitioning == "hash":
+        if not self.keeps_partitions:
             # Same placement as the Java clients' default partitioner.
             conf.setdefault("partitioner", "murmur2_random")
         return oauth.attach(unseal(conf))

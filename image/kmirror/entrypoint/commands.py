@@ -21,11 +21,9 @@ import tempfile
 from pathlib import Path
 from types import FrameType
 
-from kmirror.config import env as envvars
-from kmirror.config.dialects.log4j import check_level
 from kmirror.entrypoint.render import Plan, build_plan, write_files
 from kmirror.errors import ConfigError
-from kmirror.logsetup import configure
+from kmirror.logsetup import configure_from_env
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +92,7 @@ def entrypoint(args: argparse.Namespace) -> int:
 
 def _entrypoint(extra: list[str]) -> int:
     plan = build_plan(os.environ)
-    _configure_logging(plan)
+    configure_from_env(plan.environ, plan.secrets())
     for note in plan.notes:
         log.warning("config: %s", note)
     directory = write_files(plan)
@@ -157,14 +155,6 @@ def _check(plan: Plan, directory: Path) -> list[str]:
 
     args = build_parser().parse_args(plan.argv(directory))
     return list(load_config(args, plan.environ).notes)
-
-
-def _configure_logging(plan: Plan) -> None:
-    level = check_level(envvars.get("LOG_LEVEL", plan.environ), "LOG_LEVEL")
-    fmt = envvars.get("KMIRROR_LOG_FORMAT", plan.environ).strip().lower()
-    if fmt not in ("text", "json"):
-        raise ConfigError(f"KMIRROR_LOG_FORMAT must be text or json, not {fmt!r}")
-    configure(level, fmt, secrets=plan.secrets())
 
 
 def _indent(text: str) -> str:

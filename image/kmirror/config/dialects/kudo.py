@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from kmirror.config import env as envvars
 from kmirror.config import oauth
 from kmirror.config.model import (
+    DEFAULT_NUM_STREAMS,
     ClusterConfig,
     ConfValue,
     MirrorConfig,
@@ -238,7 +239,8 @@ def load_pair(
         commit = parse_int(envvars.get(name, environ), name, minimum=1)
     streams = num_streams
     if streams is None:
-        raw = _fallback(environ, None, "MIRROR_MAKER_NUM_STREAMS", "NUM_STREAMS") or "1"
+        raw = _fallback(environ, None, "MIRROR_MAKER_NUM_STREAMS", "NUM_STREAMS")
+        raw = raw or str(DEFAULT_NUM_STREAMS)
         streams = parse_int(raw, "MIRROR_MAKER_NUM_STREAMS / NUM_STREAMS", minimum=1)
     abort = abort_on_send_failure
     if abort is None:
