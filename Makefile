@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 .PHONY: test-security k8s-binaries k8s-up k8s-down test-k8s help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
         test-chart test-spark test-image test-faults test-faults-short demo clusters-up clusters-down clusters-status \
-        image image-inputs bench bench-validate bench-smoke bench-dr chart-docs chart-docs-tool env-docs clean
+        image image-inputs bench bench-validate bench-smoke bench-dr chart-docs chart-docs-tool env-docs module-graph clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}'
@@ -97,6 +97,9 @@ test-image: venv jars system-deps ## Build both images (cached) and run them aga
 
 env-docs: venv ## Regenerate the variable table in docs/configuration.md from kmirror/config/env.py
 	$(PY) scripts/env-docs
+
+module-graph: venv ## Redraw the package picture in docs/architecture.md from the imports
+	$(PY) -m scripts.modulegraph
 
 bench: setup ## Full benchmark: kmirror vs Apache MirrorMaker 2 (about 20 minutes)
 	$(PY) -m scripts.bench.run --full

@@ -1,4 +1,7 @@
-"""Logging for the CLI processes. Only entry points call `configure`; modules just log."""
+"""Logging for every kmirror process, set up here and only here: `configure` is the one
+handler; `configure_for` (a mirror process, from its config) and `configure_from_env` (the
+container entrypoint, before any config is loaded) feed it. Entry points call these; modules
+just log."""
 
 from __future__ import annotations
 
@@ -7,7 +10,11 @@ import logging
 import re
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kmirror.config.model import MirrorConfig
 
 # log4j ConversionPattern tokens users bring from tools-log4j.properties.
 _LOG4J_TOKENS = {
@@ -92,3 +99,37 @@ def configure(
     root.setLevel(python_level(level))
     # librdkafka is chatty at DEBUG and its INFO is what operators need.
     logging.getLogger("kmirror.librdkafka").setLevel(max(python_level(level), logging.INFO))
+
+
+def configure_for(config: MirrorConfig) -> None:
+    """A mirror process (`kmirror run` and each stream process): the config's level, format
+    and log4j pattern, with every credential of the config masked."""
+    configure(
+        config.log_level,
+        "json" if config.log_json else "text",
+        config.log_pattern,
+        config_secrets(config),
+    )
+
+
+def config_secrets(config: MirrorConfig) -> list[str]:
+    from kmirror.config.secret import Secret
+
+    values: list[str] = []
+    for cluster in (config.source, config.target):
+        for conf in (cluster.common, cluster.consumer, cluster.producer, cluster.admin):
+            values += [v.reveal() for v in conf.values() if isinstance(v, Secret)]
+    return values
+
+
+def configure_from_env(environ: Mapping[str, str], secrets: Iterable[str]) -> None:
+    """The container entrypoint, before any config is loaded: LOG_LEVEL, KMIRROR_LOG_FORMAT."""
+    from kmirror.config import env as envvars
+    from kmirror.config.dialects.log4j import FORMATS, check_level
+    from kmirror.errors import ConfigError
+
+    level = check_level(envvars.get("LOG_LEVEL", environ), "LOG_LEVEL")
+    fmt = envvars.get("KMIRROR_LOG_FORMAT", environ).strip().lower()
+    if fmt not in FORMATS:
+        raise ConfigError(f"KMIRROR_LOG_FORMAT must be text or json, not {fmt!r}")
+    configure(level, fmt, secrets=secrets)

@@ -31,7 +31,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from kmirror.config.model import (
+from kmirror.config.clients import (
     CONSUMER_DEFAULTS,
     CONSUMER_FORCED,
     PRODUCER_DEFAULTS,

@@ -293,7 +293,7 @@ def take_snapshot(
     target and source read ends."""
     src_tps = source_partitions(plans)
     raw = source.watermarks(src_tps, isolation)
-    same = config.partitioning == "same"
+    same = config.keeps_partitions
     if bounds is not None and not same and (bounds.since_ms is not None or bounds.last is not None
                                             or bounds.to != "end"):  # fmt: skip
         raise ConfigError("--since, --last and --to copied need --partitioning same (the "

@@ -75,7 +75,7 @@ def prepare(
     warnings: list[str] = list(snapshot.notes)
     for p in plans:
         extra = (p.target_partitions or 0) - p.partitions
-        if config.partitioning == "same" and extra > 0:
+        if config.keeps_partitions and extra > 0:
             warnings.append(
                 f"target topic {p.target} has {p.partitions + extra} partitions, the source "
                 f"{p.partitions}: partitions {p.partitions}..{p.partitions + extra - 1} of "
@@ -101,7 +101,7 @@ def _ranges(
 ) -> tuple[list[sparkio.Range], list[sparkio.Range]]:
     """Source and target ranges of the topics compared in `view`, for the source
     partitions `only` accepts."""
-    same = prep.config.partitioning == "same"
+    same = prep.config.keeps_partitions
     src: list[sparkio.Range] = []
     tgt: list[sparkio.Range] = []
     for plan in prep.plans:
@@ -212,7 +212,7 @@ def _side_rows(
     src_all, tgt_all = src_parts[0], tgt_parts[0]
     for s, t in zip(src_parts[1:], tgt_parts[1:], strict=True):
         src_all, tgt_all = src_all.unionByName(s), tgt_all.unionByName(t)
-    return compare.side_rows(src_all, tgt_all, prep.config.partitioning != "same")
+    return compare.side_rows(src_all, tgt_all, not prep.config.keeps_partitions)
 
 
 def run(spark: SparkSession, prep: Prepared, progress: Progress | None = None) -> Report:
@@ -220,7 +220,7 @@ def run(spark: SparkSession, prep: Prepared, progress: Progress | None = None) -
     progress = progress or Progress(None, enabled=False)
     opts = prep.options
     outcome = compare.Outcome()
-    if opts.mode == "digest" and prep.config.partitioning == "same":
+    if opts.mode == "digest" and prep.config.keeps_partitions:
         progress.phase("reading and fingerprinting")
         outcome = _exact_copies(spark, prep)
     # Whatever the fast path could not clear (None: it cleared everything).
@@ -237,7 +237,7 @@ def run(spark: SparkSession, prep: Prepared, progress: Progress | None = None) -
         outcome.merge(compare.evaluate(
             rows,
             opts.max_examples,
-            check_order=prep.config.partitioning == "same",
+            check_order=prep.config.keeps_partitions,
             counts_from_rows=opts.mode == "sample" or latest,
         ))  # fmt: skip
     prep.warnings.extend(retention_warnings(prep))
@@ -298,7 +298,7 @@ def retention_warnings(prep: Prepared) -> list[str]:
 
 def _report(prep: Prepared, outcome: compare.Outcome) -> Report:
     opts = prep.options
-    same = prep.config.partitioning == "same"
+    same = prep.config.keeps_partitions
     digest = opts.mode != "count"
     snap = prep.snapshot
     topics: list[TopicResult] = []

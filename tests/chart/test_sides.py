@@ -1,15 +1,19 @@
 """The chart against the image's one table of per-side variables (kmirror/config/sides.py): the
 chart names each side SOURCE_CLUSTER_* / SINK_CLUSTER_* exactly as the table does, can set every
-per-side variable on either side, and resolves KUDO's thisCluster/external pair with the same
-roles as kmirror.config.sides.kudo_roles."""
+per-side variable on either side, sets for each SASL mechanism only variables the image reads for
+it, and resolves KUDO's thisCluster/external pair with the same roles as sides.kudo_roles."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kmirror.config import env as image_env
 from kmirror.config import sides
+from kmirror.config.dialects.kudo import security_from_env
 from tests.chart import chartlib
 from tests.chart.test_contract import RENDERS
 
@@ -39,6 +43,27 @@ def test_chart_sets_exactly_the_tables_variables_on_both_sides() -> None:
     assert set(seen) == set(sides.SIDES.values())
     for side, names in seen.items():
         assert names == set(sides.SIDE_SUFFIXES) | _SEED[side], side
+
+
+@pytest.mark.parametrize(("name", "values"), RENDERS, ids=[r[0] for r in RENDERS])
+def test_image_reads_every_side_variable_the_chart_sets(
+    name: str, values: Any, tmp_path: Path
+) -> None:
+    """The chart's per-mechanism choice of variables is the table's: the image reads the
+    mirror container's security variables without one 'ignored' note."""
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret\n")
+    docs = chartlib.helm_template(values)
+    env: dict[str, str] = {}
+    for variable, value in chartlib.resolve_env(chartlib.container(docs.deployment), docs).items():
+        var = image_env.BY_NAME.get(variable)
+        if var is not None and var.secret_file:
+            env[variable] = str(secret)  # a mounted key, here a local file
+        else:
+            env[variable] = value if isinstance(value, str) else "from-a-secret"
+    for side in sides.SIDES.values():
+        _, notes = security_from_env(side, env)
+        assert notes == [], (name, side)
 
 
 @pytest.mark.parametrize("kind", sides.KUDO_TYPES)

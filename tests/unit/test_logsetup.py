@@ -7,6 +7,9 @@ from collections.abc import Iterator
 import pytest
 
 from kmirror import logsetup
+from kmirror.config.model import ClusterConfig, MirrorConfig
+from kmirror.config.secret import seal
+from kmirror.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 
@@ -42,3 +45,23 @@ def test_configure_without_replace_keeps_existing_handlers(root: logging.Logger)
     root.handlers[:] = []
     logsetup.configure("DEBUG", replace=False)
     assert len(root.handlers) == 1 and root.level == logging.DEBUG
+
+
+def test_a_mirror_process_logs_as_its_config_says_and_masks_its_secrets(
+    root: logging.Logger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    source = ClusterConfig("source", "s:1", common=seal({"sasl.password": "hunter22"}))
+    config = MirrorConfig(
+        source, ClusterConfig("target", "t:1"), "g", log_level="ERROR", log_pattern="%p %m%n"
+    )
+    logsetup.configure_for(config)
+    logging.getLogger("kmirror.x").error("password is hunter22")
+    logging.getLogger("kmirror.x").warning("not shown")
+    assert err.getvalue() == "ERROR password is ***\n"
+
+
+def test_the_entrypoint_names_a_bad_log_format(root: logging.Logger) -> None:
+    with pytest.raises(ConfigError, match="KMIRROR_LOG_FORMAT must be text or json, not 'xml'"):
+        logsetup.configure_from_env({"KMIRROR_LOG_FORMAT": "xml"}, [])

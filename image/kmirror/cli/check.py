@@ -50,7 +50,7 @@ def plan(config: MirrorConfig, timeout: float) -> list[dict[str, Any]]:
         have = target.get(dst)
         if have is None:
             action = "create" if config.create_topics else "missing"
-        elif have < source[topic] and config.partitioning == "same":
+        elif have < source[topic] and config.keeps_partitions:
             action = "too-few-partitions"
         else:
             action = "ok"

@@ -22,11 +22,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
-from kmirror.config import env as envvars
-from kmirror.config.dialects.log4j import check_level
-from kmirror.entrypoint.render import Plan, build_plan, plan_config, write_files
-from kmirror.errors import ConfigError
-from kmirror.logsetup import configure
+from kmirror.entrypoint.render import build_plan, plan_config, write_files
+from kmirror.logsetup import configure_from_env
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +96,7 @@ def entrypoint(args: argparse.Namespace, dispatch: Dispatch) -> int:
 
 def _entrypoint(extra: list[str]) -> int:
     plan = build_plan(os.environ)
-    _configure_logging(plan)
+    configure_from_env(plan.environ, plan.secrets())
     for note in plan.notes:
         log.warning("config: %s", note)
     # For people to read and to rerun by hand (the command logged below); the mirror gets the
@@ -158,14 +155,6 @@ def _run_flags(extra: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="kmirror entrypoint", add_help=False)
     add_config_arguments(parser)
     return parser.parse_args(extra)
-
-
-def _configure_logging(plan: Plan) -> None:
-    level = check_level(envvars.get("LOG_LEVEL", plan.environ), "LOG_LEVEL")
-    fmt = envvars.get("KMIRROR_LOG_FORMAT", plan.environ).strip().lower()
-    if fmt not in ("text", "json"):
-        raise ConfigError(f"KMIRROR_LOG_FORMAT must be text or json, not {fmt!r}")
-    configure(level, fmt, secrets=plan.secrets())
 
 
 def _indent(text: str) -> str:

@@ -7,8 +7,9 @@ import logging
 
 from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig
+from kmirror.logsetup import configure_for
 from kmirror.mirror.stream import DEFAULT_TUNING, Tuning
-from kmirror.mirror.supervisor import configure_logging, run_mirror
+from kmirror.mirror.supervisor import run_mirror
 
 log = logging.getLogger("kmirror")
 
@@ -19,7 +20,7 @@ def run(args: argparse.Namespace, tuning: Tuning = DEFAULT_TUNING) -> int:
 
 def start(config: MirrorConfig, tuning: Tuning = DEFAULT_TUNING) -> int:
     """Run the mirror with a loaded configuration (`kmirror run`, the container entrypoint)."""
-    configure_logging(config)
+    configure_for(config)
     for note in config.notes:
         log.warning("config: %s", note)
     log.info(

@@ -141,7 +141,7 @@ def status_rows(config: MirrorConfig, timeout: float) -> list[Row]:
     copied = read_progress(config, target, timeout)
     # Target ends per partition only mean something when partition numbers are kept.
     have = {r["target"]: r["target_partitions"] or 0 for r in topics}
-    same = config.partitioning == "same"
+    same = config.keeps_partitions
     tgt = [(names[t], p) for t, p in tps if same and p < have[names[t]]]
     target_ends = _offsets(target, tgt, OffsetSpec.latest(), "target")  # type: ignore[no-untyped-call]
     rows = []

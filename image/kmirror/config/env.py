@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kmirror.config import sides
+from kmirror.config.model import DEFAULT_NUM_STREAMS, DEFAULT_OFFSET_COMMIT_INTERVAL_MS
 from kmirror.config.secret import read_secret_text
 from kmirror.errors import ConfigError
 
@@ -40,7 +41,9 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("SINK_CLUSTER_BOOTSTRAP_SERVERS", "Target cluster bootstrap servers (host:port,...)"),
     EnvVar("WHITELISTED_TOPICS", "Topics to mirror: regex or comma-separated list", ".*"),
     EnvVar("BLACKLISTED_TOPICS", "Topics never to mirror: regex or comma-separated list", ""),
-    EnvVar("NUM_STREAMS", "Consumer/producer worker processes per replica", "1"),
+    EnvVar(
+        "NUM_STREAMS", "Consumer/producer worker processes per replica", str(DEFAULT_NUM_STREAMS)
+    ),
     EnvVar("LOG_LEVEL", "Root log level: DEBUG, INFO, WARN, ERROR", "INFO"),
     # KUDO operator parameter names (this cluster + external cluster).
     EnvVar(
@@ -60,7 +63,11 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "KUDO style: topics to mirror (overrides WHITELISTED_TOPICS)",
     ),
     EnvVar("MIRROR_MAKER_NUM_STREAMS", "KUDO style: number of streams (overrides NUM_STREAMS)"),
-    EnvVar("MIRROR_MAKER_OFFSET_COMMIT_INTERVAL", "Offset commit interval in ms", "60000"),
+    EnvVar(
+        "MIRROR_MAKER_OFFSET_COMMIT_INTERVAL",
+        "Offset commit interval in ms",
+        str(DEFAULT_OFFSET_COMMIT_INTERVAL_MS),
+    ),
     EnvVar(
         "MIRROR_MAKER_ABORT_ON_SEND_FAILURE",
         "true: exit non-zero when the target refuses a record; false: retry forever",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from kmirror.config import oauth
+from kmirror.config import clients, oauth
 from kmirror.config.secret import Secret, unseal
 from kmirror.errors import ConfigError
 
@@ -34,51 +34,6 @@ DEFAULT_CONFIG_EXCLUDES: tuple[str, ...] = (
     r"unclean\.leader\.election\.enable",
     r"min\.insync\.replicas",
     r"confluent\..*",
-)
-
-# Settings the delivery guarantee depends on. They win over anything a user config says;
-# the dialect parsers warn when they override a user's value.
-CONSUMER_FORCED: Mapping[str, str] = MappingProxyType(
-    {
-        # Offsets are committed by the mirror, only for records the target acknowledged.
-        "enable.auto.commit": "false",
-        "enable.auto.offset.store": "false",
-        # A committed offset that no longer exists is an error, never a silent jump.
-        "auto.offset.reset": "error",
-        "enable.partition.eof": "false",
-    }
-)
-PRODUCER_FORCED: Mapping[str, str] = MappingProxyType(
-    {
-        # Per-partition order and no duplicates from internal retries.
-        "enable.idempotence": "true",
-        "acks": "all",
-    }
-)
-# Defaults tuned for copying batches; a user's producer/consumer config overrides them.
-CONSUMER_DEFAULTS: Mapping[str, str] = MappingProxyType(
-    {
-        "fetch.min.bytes": "1",
-        "fetch.wait.max.ms": "100",
-        "queued.max.messages.kbytes": "65536",
-        "statistics.interval.ms": "5000",
-    }
-)
-PRODUCER_DEFAULTS: Mapping[str, str] = MappingProxyType(
-    {
-        "linger.ms": "10",
-        "batch.num.messages": "10000",
-        "batch.size": "1000000",
-        "queue.buffering.max.messages": "1000000",
-        "queue.buffering.max.kbytes": "1048576",
-        # Long enough to ride out a leader election, short enough that a dead target is
-        # reported (and, with abort.on.send.failure, ends the process) within a minute.
-        "message.timeout.ms": "60000",
-        # Topics are created by the mirror with the source's layout, never by a metadata
-        # request with the broker's defaults (one partition would misplace records).
-        "allow.auto.create.topics": "false",
-        "statistics.interval.ms": "5000",
-    }
 )
 
 
@@ -283,6 +238,7 @@ class DrConfig:
 DEFAULT_NUM_STREAMS = 1
 DEFAULT_OFFSET_COMMIT_INTERVAL_MS = 60_000
 ENGINES = ("record", "batch", "auto")
+PARTITIONINGS = ("same", "hash")
 
 
 @dataclass(frozen=True)
@@ -355,11 +311,11 @@ class MirrorConfig:
             from kmirror.config import txn  # the exactly-once settings (imports this module)
 
             txn.check(self)
-        if self.partitioning not in ("same", "hash"):
+        if self.partitioning not in PARTITIONINGS:
             raise ConfigError(f"--partitioning must be 'same' or 'hash', not {self.partitioning!r}")
         if self.engine not in ENGINES:
             raise ConfigError(f"--engine must be record, batch or auto, not {self.engine!r}")
-        if self.engine == "batch" and self.partitioning == "hash":
+        if self.engine == "batch" and not self.keeps_partitions:
             raise ConfigError(
                 "--engine batch copies record batches to the same partition number and cannot "
                 "re-partition: use --partitioning same, or --engine auto (the record path for "
@@ -386,11 +342,16 @@ class MirrorConfig:
         if topics != self.topics:
             object.__setattr__(self, "topics", topics)
 
+    @property
+    def keeps_partitions(self) -> bool:
+        """--partitioning same: a record keeps its source partition (hash: placed anew)."""
+        return self.partitioning == "same"
+
     # The only places secrets leave their wrapper: right where clients are created (with a
     # token provider's oauth_cb in place of its kmirror.sasl.* settings).
     def consumer_conf(self) -> dict[str, Any]:
-        conf = {**CONSUMER_DEFAULTS, **self.source.client_conf("consumer")}
-        conf.update(CONSUMER_FORCED)
+        conf = {**clients.CONSUMER_DEFAULTS, **self.source.client_conf("consumer")}
+        conf.update(clients.CONSUMER_FORCED)
         if self.exactly_once:
             # Records of aborted source transactions are never copied (librdkafka's default,
             # but a consumer file may say read_uncommitted).
@@ -399,9 +360,9 @@ class MirrorConfig:
         return oauth.attach(unseal(conf))
 
     def producer_conf(self) -> dict[str, Any]:
-        conf = {**PRODUCER_DEFAULTS, **self.target.client_conf("producer")}
-        conf.update(PRODUCER_FORCED)
-        if self.partitioning == "hash":
+        conf = {**clients.PRODUCER_DEFAULTS, **self.target.client_conf("producer")}
+        conf.update(clients.PRODUCER_FORCED)
+        if not self.keeps_partitions:
             # Same placement as the Java clients' default partitioner.
             conf.setdefault("partitioner", "murmur2_random")
         return oauth.attach(unseal(conf))

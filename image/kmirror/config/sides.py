@@ -25,6 +25,10 @@ BOOTSTRAP = "BOOTSTRAP_SERVERS"  # <SIDE>_BOOTSTRAP_SERVERS (listed with the see
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM")
 KUDO_TYPES = ("SOURCE", "DESTINATION")
+# Who reads a SASL variable: a mechanism, or OAUTHBEARER with its method.
+_PASSWORD = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_OIDC, _UNSECURED = ("OAUTHBEARER/oidc",), ("OAUTHBEARER/unsecured",)
+_IAM = ("AWS_MSK_IAM",)
 
 
 @dataclass(frozen=True)
@@ -35,33 +39,38 @@ class SideVar:
     group: Literal["protocol", "sasl", "ssl"]  # the setting that makes the variable count
     key: str | None = None  # the librdkafka (or kmirror.sasl.*) key it sets as it is
     secret_file: bool = False  # names a file whose content is a credential
+    read_by: tuple[str, ...] = ()  # SASL: the mechanisms (OAUTHBEARER/method) that read it
 
 
 SIDE_VARS: tuple[SideVar, ...] = (
     SideVar("SECURITY_PROTOCOL", f"{', '.join(PROTOCOLS[:-1])} or {PROTOCOLS[-1]}",
             "PLAINTEXT", "protocol", "security.protocol"),
-    SideVar("SASL_MECHANISM", f"{', '.join(MECHANISMS[:-1])} or {MECHANISMS[-1]}", "", "sasl"),
-    SideVar("SASL_USERNAME", "SASL user name (PLAIN, SCRAM)", "", "sasl", "sasl.username"),
+    SideVar("SASL_MECHANISM", f"{', '.join(MECHANISMS[:-1])} or {MECHANISMS[-1]}", "", "sasl",
+            read_by=(*_PASSWORD, *_OIDC, *_UNSECURED, *_IAM)),
+    SideVar("SASL_USERNAME", "SASL user name (PLAIN, SCRAM)", "", "sasl", "sasl.username",
+            read_by=_PASSWORD),
     SideVar("SASL_PASSWORD_FILE", "file holding the SASL password (PLAIN, SCRAM)", "", "sasl",
-            secret_file=True),
+            secret_file=True, read_by=_PASSWORD),
     SideVar("SASL_OAUTHBEARER_METHOD", "OAUTHBEARER tokens from an OIDC token endpoint (oidc) "
-            "or unsigned development tokens (unsecured)", "oidc", "sasl"),
+            "or unsigned development tokens (unsecured)", "oidc", "sasl",
+            read_by=(*_OIDC, *_UNSECURED)),
     SideVar("SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL", "OIDC token endpoint (client credentials "
-            "grant)", "", "sasl", "sasl.oauthbearer.token.endpoint.url"),
+            "grant)", "", "sasl", "sasl.oauthbearer.token.endpoint.url", read_by=_OIDC),
     SideVar("SASL_OAUTHBEARER_CLIENT_ID", "OIDC client id", "", "sasl",
-            "sasl.oauthbearer.client.id"),
+            "sasl.oauthbearer.client.id", read_by=_OIDC),
     SideVar("SASL_OAUTHBEARER_CLIENT_SECRET_FILE", "file holding the OIDC client secret", "",
-            "sasl", secret_file=True),
+            "sasl", secret_file=True, read_by=_OIDC),
     SideVar("SASL_OAUTHBEARER_SCOPE", "OIDC scope(s) to request", "", "sasl",
-            "sasl.oauthbearer.scope"),
+            "sasl.oauthbearer.scope", read_by=_OIDC),
     SideVar("SASL_OAUTHBEARER_EXTENSIONS", "OAUTHBEARER SASL extensions, key=value,... (e.g. "
-            "logicalCluster=lkc-1)", "", "sasl", "sasl.oauthbearer.extensions"),
+            "logicalCluster=lkc-1)", "", "sasl", "sasl.oauthbearer.extensions", read_by=_OIDC),
     SideVar("SASL_OAUTHBEARER_CONFIG", "unsecured method: the token's claims, e.g. "
-            "'principal=admin'", "", "sasl", "sasl.oauthbearer.config"),
+            "'principal=admin'", "", "sasl", "sasl.oauthbearer.config", read_by=_UNSECURED),
     SideVar("AWS_REGION", "AWS_MSK_IAM: region of the MSK cluster (default: from the broker "
-            "host name, then AWS_REGION)", "", "sasl", oauth.AWS_REGION),
+            "host name, then AWS_REGION)", "", "sasl", oauth.AWS_REGION, read_by=_IAM),
     SideVar("AWS_ROLE_ARN", "AWS_MSK_IAM: IAM role to assume (default: the pod's own "
-            "identity, e.g. IRSA or EKS Pod Identity)", "", "sasl", oauth.AWS_ROLE_ARN),
+            "identity, e.g. IRSA or EKS Pod Identity)", "", "sasl", oauth.AWS_ROLE_ARN,
+            read_by=_IAM),
     SideVar("SSL_CA_LOCATION", "PEM file of the CA that signed the brokers", "", "ssl",
             "ssl.ca.location"),
     SideVar("SSL_CERTIFICATE_LOCATION", "PEM client certificate (mTLS)", "", "ssl",
@@ -78,6 +87,13 @@ BY_SUFFIX: Mapping[str, SideVar] = {v.suffix: v for v in SIDE_VARS}
 
 def suffixes(group: str) -> tuple[str, ...]:
     return tuple(v.suffix for v in SIDE_VARS if v.group == group)
+
+
+def read_by(mechanism: str, method: str = "") -> tuple[str, ...]:
+    """The SASL variables a mechanism reads (OAUTHBEARER: with its method, oidc or unsecured);
+    any other SASL variable given is reported as ignored."""
+    who = f"{mechanism}/{method}" if mechanism == "OAUTHBEARER" else mechanism
+    return tuple(v.suffix for v in SIDE_VARS if who in v.read_by)
 
 
 def kudo_roles(

@@ -77,7 +77,7 @@ class RecordCopier:
         self._check = ctx.check  # the stream acts on what the latch recorded (may raise, rewind)
         self._batch = ctx.consume_batch
         self.consume_timeout_s = ctx.consume_timeout_s  # the hybrid engine lowers it
-        self._same = config.partitioning == "same"
+        self._same = config.keeps_partitions
         rename = config.rename
         self._origin = (
             (rename.source_alias.encode(), rename.target_alias.encode())

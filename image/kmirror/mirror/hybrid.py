@@ -54,7 +54,7 @@ def engine_for(config: MirrorConfig, *, announce: bool = True) -> CopierFactory:
     why = None
     if config.exactly_once:
         why = "--exactly-once writes through transactional producers (the record path)"
-    elif config.partitioning == "hash":  # ("batch" with hash is refused by the config model)
+    elif not config.keeps_partitions:  # ("batch" with hash is refused by the config model)
         why = "--partitioning hash re-partitions records"
     elif config.dr.provenance_header:
         why = "the provenance header changes every record's headers"

@@ -27,10 +27,9 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from kmirror import __version__
 from kmirror.config.model import MirrorConfig
-from kmirror.config.secret import Secret
 from kmirror.dr.service import DrService
 from kmirror.errors import CommitError, KmirrorError
-from kmirror.logsetup import configure
+from kmirror.logsetup import configure_for
 from kmirror.metrics.aggregate import StreamsCollector, snapshot
 from kmirror.metrics.http import HealthServer
 from kmirror.metrics.worker import WorkerMetrics
@@ -52,23 +51,6 @@ HEARTBEAT_STALE_S = 120.0
 SHUTDOWN_GRACE_S = 30.0
 
 
-def config_secrets(config: MirrorConfig) -> list[str]:
-    values: list[str] = []
-    for cluster in (config.source, config.target):
-        for conf in (cluster.common, cluster.consumer, cluster.producer, cluster.admin):
-            values += [v.reveal() for v in conf.values() if isinstance(v, Secret)]
-    return values
-
-
-def configure_logging(config: MirrorConfig) -> None:
-    configure(
-        config.log_level,
-        "json" if config.log_json else "text",
-        config.log_pattern,
-        config_secrets(config),
-    )
-
-
 # -- the stream process ----------------------------------------------------------------------
 
 
@@ -79,7 +61,7 @@ def stream_main(
     parent: int,
     tuning: Tuning = DEFAULT_TUNING,
 ) -> None:
-    configure_logging(config)
+    configure_for(config)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

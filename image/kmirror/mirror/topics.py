@@ -91,7 +91,7 @@ class TopicManager:
             if have is not None and have >= want:
                 self._owned.add(dst)  # mirrored since before any growth: follow it later
                 continue
-            if have is None or self._config.partitioning == "hash":
+            if have is None or not self._config.keeps_partitions:
                 continue
             if dst not in self._owned:
                 raise TopicError(

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from kmirror.config import env as envvars
 from kmirror.config import oauth
 from kmirror.config.model import (
+    DEFAULT_NUM_STREAMS,
     ClusterConfig,
     ConfValue,
     MirrorConfig,
@@ -31,18 +32,11 @@ from kmirror.config.sides import (
     TARGET,
     Side,
     kudo_roles,
+    read_by,
     suffixes,
 )
 from kmirror.config.values import parse_bool, parse_int
 from kmirror.errors import ConfigError
-
-_OIDC = ("TOKEN_ENDPOINT_URL", "CLIENT_ID", "CLIENT_SECRET_FILE", "SCOPE", "EXTENSIONS")
-# The variables each mechanism reads (SCRAM like PLAIN); others given are reported unused.
-_MECHANISM_VARS: Mapping[str, tuple[str, ...]] = {
-    "PLAIN": ("SASL_USERNAME", "SASL_PASSWORD_FILE"),
-    "OAUTHBEARER": ("SASL_OAUTHBEARER_METHOD", *(f"SASL_OAUTHBEARER_{v}" for v in _OIDC)),
-    "AWS_MSK_IAM": ("AWS_REGION", "AWS_ROLE_ARN"),
-}
 
 
 def security_from_env(
@@ -74,9 +68,7 @@ def security_from_env(
                 f"when {side}_SECURITY_PROTOCOL={protocol}, not {mechanism!r}"
             )
         conf |= _sasl(side, mechanism, var, environ)
-        used = (*_MECHANISM_VARS.get(mechanism, _MECHANISM_VARS["PLAIN"]), "SASL_MECHANISM")
-        if mechanism == "OAUTHBEARER" and var("SASL_OAUTHBEARER_METHOD").lower() == "unsecured":
-            used = ("SASL_MECHANISM", "SASL_OAUTHBEARER_METHOD", "SASL_OAUTHBEARER_CONFIG")
+        used = read_by(mechanism, var("SASL_OAUTHBEARER_METHOD").lower())
         _ignored(side, [s for s in sasl if s not in used and given(s)], mechanism, notes)
     else:
         _ignored(side, [s for s in sasl if given(s)], protocol, notes)
@@ -238,7 +230,8 @@ def load_pair(
         commit = parse_int(envvars.get(name, environ), name, minimum=1)
     streams = num_streams
     if streams is None:
-        raw = _fallback(environ, None, "MIRROR_MAKER_NUM_STREAMS", "NUM_STREAMS") or "1"
+        raw = _fallback(environ, None, "MIRROR_MAKER_NUM_STREAMS", "NUM_STREAMS")
+        raw = raw or str(DEFAULT_NUM_STREAMS)
         streams = parse_int(raw, "MIRROR_MAKER_NUM_STREAMS / NUM_STREAMS", minimum=1)
     abort = abort_on_send_failure
     if abort is None:

@@ -17,7 +17,7 @@ from typing import Any
 from kmirror.config import env as envvars
 from kmirror.config.dialects import dr
 from kmirror.config.dialects.kudo import load_kudo, load_pair
-from kmirror.config.dialects.log4j import check_level, read_log4j
+from kmirror.config.dialects.log4j import FORMATS, check_level, read_log4j
 from kmirror.config.dialects.mm1 import load_mm1
 from kmirror.config.dialects.mm2 import load_mm2
 from kmirror.config.dialects.properties import PropertiesFile
@@ -25,6 +25,7 @@ from kmirror.config.model import (
     DEFAULT_NUM_STREAMS,
     DEFAULT_OFFSET_COMMIT_INTERVAL_MS,
     ENGINES,
+    PARTITIONINGS,
     MirrorConfig,
     RenamePolicy,
 )
@@ -198,7 +199,7 @@ def _common(
     changes: dict[str, Any] = {}
     partitioning = pick("partitioning", "KMIRROR_PARTITIONING")
     if partitioning is not None:
-        changes["partitioning"] = _choice(partitioning, ("same", "hash"), "--partitioning")
+        changes["partitioning"] = _choice(partitioning, PARTITIONINGS, "--partitioning")
     engine = pick("engine", "KMIRROR_ENGINE")
     if engine is not None:
         changes["engine"] = _choice(engine, ENGINES, "--engine")
@@ -236,7 +237,7 @@ def _common(
     level = _text(a.get("log_level")) or level or envvars.get("LOG_LEVEL", env)
     changes["log_level"] = check_level(level, "--log-level / LOG_LEVEL")
     log_format = _text(a.get("log_format")) or envvars.get("KMIRROR_LOG_FORMAT", env)
-    changes["log_json"] = _choice(log_format, ("text", "json"), "--log-format") == "json"
+    changes["log_json"] = _choice(log_format, FORMATS, "--log-format") == "json"
     interval = _text(a.get("refresh_topics_interval_s"))
     if interval is not None:
         changes["refresh_topics_interval_s"] = parse_float(interval, "--refresh-topics-interval-s")

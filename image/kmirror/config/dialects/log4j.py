@@ -12,6 +12,8 @@ from kmirror.config.values import unrendered
 from kmirror.errors import ConfigError
 
 LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL", "CRITICAL", "OFF")
+# kmirror's own output formats (--log-format, KMIRROR_LOG_FORMAT); log4j has no say in them.
+FORMATS = ("text", "json")
 
 
 def read_log4j(path: str | PropertiesFile) -> tuple[str | None, str | None, list[str]]:

@@ -42,6 +42,8 @@ from kmirror.config.dialects.providers import resolve_placeholders
 from kmirror.config.javaclient.translate import StartPolicy, translate
 from kmirror.config.model import (
     DEFAULT_CONFIG_EXCLUDES,
+    DEFAULT_NUM_STREAMS,
+    DEFAULT_OFFSET_COMMIT_INTERVAL_MS,
     ENGINES,
     ClusterConfig,
     MirrorConfig,
@@ -174,9 +176,11 @@ def load_mm2(
             exclude=split_patterns(exclude),
         ),
         rename=rename,
-        num_streams=parse_int(setting("tasks.max", "1") or "1", "tasks.max", minimum=1),
+        num_streams=parse_int(
+            setting("tasks.max") or str(DEFAULT_NUM_STREAMS), "tasks.max", minimum=1
+        ),
         offset_commit_interval_ms=parse_int(
-            setting("offset.flush.interval.ms", "60000") or "60000",
+            setting("offset.flush.interval.ms") or str(DEFAULT_OFFSET_COMMIT_INTERVAL_MS),
             "offset.flush.interval.ms",
             minimum=1,
         ),

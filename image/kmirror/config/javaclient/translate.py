@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kmirror.config import oauth
+from kmirror.config.clients import CONSUMER_FORCED, PRODUCER_FORCED
 from kmirror.config.javaclient import librdkafka
 from kmirror.config.javaclient.javasec import translate_security
-from kmirror.config.model import CONSUMER_FORCED, PRODUCER_FORCED, ConfValue
+from kmirror.config.model import ConfValue
 from kmirror.config.secret import seal
 from kmirror.errors import ConfigError
 

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from kmirror.config import sides
 from kmirror.config.dialects.kudo import load_kudo, security_from_env
 from kmirror.config.secret import Secret
 from kmirror.errors import ConfigError
@@ -139,3 +140,36 @@ def test_security_errors_name_the_variable() -> None:
     env["SINK_CLUSTER_SASL_PASSWORD_FILE"] = "/nonexistent/pw"
     with pytest.raises(ConfigError, match=r"SINK_CLUSTER_SASL_PASSWORD_FILE names"):
         security_from_env("SINK_CLUSTER", env)
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "method", "read"),
+    [
+        ("PLAIN", "", {"SASL_USERNAME", "SASL_PASSWORD_FILE"}),
+        ("SCRAM-SHA-256", "", {"SASL_USERNAME", "SASL_PASSWORD_FILE"}),
+        ("OAUTHBEARER", "oidc", {f"SASL_OAUTHBEARER_{s}" for s in (
+            "METHOD", "TOKEN_ENDPOINT_URL", "CLIENT_ID", "CLIENT_SECRET_FILE", "SCOPE",
+            "EXTENSIONS")}),
+        ("OAUTHBEARER", "unsecured", {"SASL_OAUTHBEARER_METHOD", "SASL_OAUTHBEARER_CONFIG"}),
+        ("AWS_MSK_IAM", "", {"AWS_REGION", "AWS_ROLE_ARN"}),
+    ],
+)  # fmt: skip
+def test_each_mechanism_reports_the_variables_it_does_not_read(
+    tmp_path: Path, mechanism: str, method: str, read: set[str]
+) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret\n")
+    sasl = [s for s in sides.SIDE_SUFFIXES if s.startswith(("SASL_", "AWS_"))]
+    env = {f"SOURCE_CLUSTER_{s}": str(secret) if s.endswith("_FILE") else "x" for s in sasl}
+    env |= {
+        "SOURCE_CLUSTER_SECURITY_PROTOCOL": "SASL_SSL",
+        "SOURCE_CLUSTER_SASL_MECHANISM": mechanism,
+        "SOURCE_CLUSTER_SASL_OAUTHBEARER_METHOD": method or "x",
+        "SOURCE_CLUSTER_AWS_REGION": "eu-west-1",
+    }
+    _, notes = security_from_env("SOURCE_CLUSTER", env)
+    ignored = set(sasl) - read - {"SASL_MECHANISM"}
+    assert notes == [
+        f"{', '.join(f'SOURCE_CLUSTER_{s}' for s in sasl if s in ignored)} ignored: "
+        f"SOURCE_CLUSTER_SASL_MECHANISM is {mechanism}"
+    ]
