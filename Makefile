@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 .PHONY: test-security k8s-binaries k8s-up k8s-down test-k8s help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
         test-chart test-spark test-image test-faults test-faults-short demo clusters-up clusters-down clusters-status \
-        image image-inputs bench bench-validate bench-smoke bench-dr chart-docs chart-docs-tool env-docs clean
+        image image-inputs push bench bench-validate bench-smoke bench-dr chart-docs chart-docs-tool env-docs clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}'
@@ -29,7 +29,7 @@ $(VENV)/.installed: requirements/dev.lock pyproject.toml
 jars: ## Kafka broker, MirrorMaker 2 and spark-sql-kafka jars from Maven Central into the cache
 	@scripts/resolve-jars
 
-go-tools: ## helm, ct, kubeconform and promtool built from the Go module proxy into the cache
+go-tools: ## helm, ct, kubeconform, promtool and the test image registry built from the Go module proxy into the cache
 	@scripts/build-go-tools
 
 system-deps: ## podman, runc, debootstrap from Debian (for the image tests)
@@ -91,6 +91,11 @@ image-inputs: venv jars ## Hash-checked wheelhouse and jar directory for offline
 
 image: image-inputs system-deps ## Build the `mirror` and `validate` images with podman (base pinned by digest) and their CycloneDX SBOMs in .cache/sbom/
 	scripts/build-image
+
+# REGISTRY=host[:port][/path]; credentials from `podman login` (or REGISTRY_AUTH_FILE), the
+# registry's CA from /etc/containers/certs.d/ or KMIRROR_REGISTRY_CERT_DIR (docs/kubernetes.md).
+push: image ## Tag and push both images to REGISTRY=host[:port][/path] as kmirror/mirror and kmirror/validate (the chart's repositories)
+	scripts/push-image "$(REGISTRY)"
 
 test-image: venv jars system-deps ## Build both images (cached) and run them against the local clusters
 	$(PYTEST) -m image tests/image $(PYTEST_ARGS)
