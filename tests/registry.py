@@ -111,20 +111,36 @@ auth:
             time.sleep(0.2)
         raise TimeoutError(f"registry not answering on {self.host}:\n{self.log.read_text()}")
 
-    def status(self, path: str, auth: bool = True) -> int:
-        """HTTP status of GET path, over TLS verified with the test CA."""
-        req = urllib.request.Request(f"https://{self.host}{path}")
+    def _request(self, method: str, path: str, auth: bool) -> tuple[int, dict[str, str]]:
+        """(HTTP status, headers) of method path, over TLS verified with the test CA; status 0
+        when nothing answers."""
+        req = urllib.request.Request(f"https://{self.host}{path}", method=method)
         if auth:
             token = base64.b64encode(f"{self.user}:{self.password}".encode()).decode()
             req.add_header("Authorization", f"Basic {token}")
+        # The manifest types podman pushes; without them the registry answers 404 for OCI ones.
+        req.add_header(
+            "Accept",
+            "application/vnd.oci.image.manifest.v1+json,"
+            "application/vnd.docker.distribution.manifest.v2+json",
+        )
         ctx = ssl.create_default_context(cafile=str(self.ca))
         try:
             with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
-                return int(resp.status)
+                return int(resp.status), dict(resp.headers)
         except urllib.error.HTTPError as exc:
-            return int(exc.code)
+            return int(exc.code), dict(exc.headers)
         except (urllib.error.URLError, OSError):
-            return 0
+            return 0, {}
+
+    def status(self, path: str, auth: bool = True) -> int:
+        return self._request("GET", path, auth)[0]
+
+    def manifest_digest(self, reference: str) -> str | None:
+        """The digest the registry serves for host/repository:tag, None if it has none."""
+        name, _, tag = reference.removeprefix(f"{self.host}/").rpartition(":")
+        code, headers = self._request("HEAD", f"/v2/{name}/manifests/{tag}", auth=True)
+        return headers.get("Docker-Content-Digest") if code == 200 else None
 
     def stop(self) -> None:
         if self.proc.poll() is None:
