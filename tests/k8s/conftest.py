@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.k8s import prebuild
 from tests.kafkatools import Clusters
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -121,6 +122,7 @@ def k8s_cluster(clusters: Clusters) -> Iterator[Kube]:
         if reuse:
             _k8s_local("load-images", MIRROR_IMAGE, VALIDATE_IMAGE, env=env, timeout=600)
         else:
+            _log(prebuild.wait())
             _log(f"scripts/k8s-local up (Kafka ports for pods: {env['KMIRROR_K8S_HOST_PORTS']})")
             # Cold: builds Kubernetes from source first (see docs/kubernetes.md).
             _k8s_local("up", env=env, timeout=7200)
