@@ -4,13 +4,16 @@ HTTPS with a certificate from a CA made by the test run, and htpasswd (bcrypt) a
 
 `PrivateRegistry.start(dir)` makes the CA, the server certificate for 127.0.0.1, the password
 file and a filesystem store under dir, starts `registry serve` on a free port and returns once
-the registry answers `/v2/` with 401 (authentication required) over TLS. `stop()` ends it.
+the registry answers `/v2/` with 401 (authentication required) over TLS; `login` and `push` are
+what a user does (`podman login`, `make push`); `stop()` ends it. Used by
+tests/image/test_registry.py and the Kubernetes end-to-end test (the kubelet pulls from it).
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import re
 import secrets
 import ssl
 import subprocess
@@ -22,9 +25,14 @@ from pathlib import Path
 
 from tests.mirrorproc import free_port
 
+REPO = Path(__file__).resolve().parents[1]
+PODMAN = REPO / "scripts" / "podman"
+PUSH = REPO / "scripts" / "push-image"
 CACHE = Path(os.environ.get("KMIRROR_CACHE") or Path.home() / ".cache" / "kmirror")
 REGISTRY_BIN = CACHE / "bin" / "registry"
 USER = "kmirror-ci"
+# What scripts/push-image prints per image: REF@DIGEST (SECONDS)
+PUSHED_LINE = re.compile(r"(\S+)@(sha256:[0-9a-f]{64}) \(\d+s\)")
 
 
 def _openssl(d: Path, *args: str) -> None:
@@ -142,6 +150,38 @@ auth:
         code, headers = self._request("HEAD", f"/v2/{name}/manifests/{tag}", auth=True)
         return headers.get("Docker-Content-Digest") if code == 200 else None
 
+    def login(self, authfile: Path) -> None:
+        """`podman login` into authfile: a dockerconfigjson, also good for a pull secret."""
+        proc = subprocess.run(
+            [str(PODMAN), "login", "--authfile", str(authfile), "--cert-dir", str(self.cert_dir),
+             "--username", self.user, "--password-stdin", self.host],
+            input=self.password, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 0 and "Login Succeeded" in proc.stdout, proc.stderr
+
+    def push(self, target: str, authfile: Path) -> subprocess.CompletedProcess[str]:
+        """scripts/push-image target (what `make push REGISTRY=target` runs), with the login's
+        auth file and the test CA."""
+        env = {
+            **os.environ,
+            "REGISTRY_AUTH_FILE": str(authfile),
+            "KMIRROR_REGISTRY_CERT_DIR": str(self.cert_dir),
+        }
+        return subprocess.run(
+            [str(PUSH), target], capture_output=True, text=True, timeout=1800, env=env, check=False
+        )
+
+    def push_both(self, target: str, authfile: Path) -> dict[str, str]:
+        """push, which must succeed: {pushed reference: manifest digest}."""
+        proc = self.push(target, authfile)
+        assert proc.returncode == 0, f"push-image failed:\n{proc.stdout}\n{proc.stderr}"
+        assert self.password not in proc.stdout + proc.stderr
+        return {
+            m.group(1): m.group(2)
+            for line in proc.stdout.splitlines()
+            if (m := PUSHED_LINE.fullmatch(line))
+        }
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -150,3 +190,14 @@ auth:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=20)
+
+
+def untag_pushed(refs: list[str] | dict[str, str]) -> None:
+    """Remove the registry names push-image gave the local images (the images stay)."""
+    for ref in refs:
+        local = "localhost/kmirror" if "/kmirror/mirror:" in ref else "localhost/kmirror-validate"
+        tag = ref.rpartition(":")[2]
+        subprocess.run(
+            [str(PODMAN), "untag", f"{local}:{tag}", ref], capture_output=True, timeout=60,
+            check=False,
+        )  # fmt: skip

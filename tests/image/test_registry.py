@@ -11,7 +11,6 @@ was built. Without credentials, or without the CA, the pull is refused.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -24,12 +23,10 @@ import pytest
 from kmirror import __version__
 from tests.chart import chartlib
 from tests.image.conftest import Images, podman
-from tests.registry import PrivateRegistry
+from tests.registry import PUSH, PrivateRegistry, untag_pushed
 
 pytestmark = pytest.mark.image
 
-REPO = Path(__file__).resolve().parents[2]
-PUSH = REPO / "scripts" / "push-image"
 PATH_IN_REGISTRY = "team"
 PULL_SECRET = "kmirror-pull"
 
@@ -43,43 +40,21 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateRegist
         reg.stop()
 
 
-def _push(registry: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(PUSH), registry], capture_output=True, text=True, timeout=1800, env=env, check=False
-    )
-
-
 def test_push_then_pull_with_credentials_and_chart_references(
     images: Images, registry: PrivateRegistry, tmp_path: Path
 ) -> None:
     authfile = tmp_path / "auth.json"
-    login = podman(
-        "login", "--authfile", str(authfile), "--cert-dir", str(registry.cert_dir),
-        "--username", registry.user, "--password-stdin", registry.host,
-        input_text=registry.password,
-    )  # fmt: skip
-    assert "Login Succeeded" in login.stdout
+    registry.login(authfile)
     target = f"{registry.host}/{PATH_IN_REGISTRY}"
-    env = {
-        **os.environ,
-        "REGISTRY_AUTH_FILE": str(authfile),
-        "KMIRROR_REGISTRY_CERT_DIR": str(registry.cert_dir),
-    }
     pushed: dict[str, str] = {}
     # An empty image store to pull into (podman wants its runroot path short).
     runroot = tempfile.mkdtemp(prefix="kmreg-", dir="/tmp")
     store = ["--root", str(tmp_path / "store"), "--runroot", runroot]
     try:
-        proc = _push(target, env)
-        assert proc.returncode == 0, f"push-image failed:\n{proc.stdout}\n{proc.stderr}"
-        for line in proc.stdout.splitlines():
-            m = re.fullmatch(r"(\S+)@(sha256:[0-9a-f]{64}) \(\d+s\)", line)
-            if m:
-                pushed[m.group(1)] = m.group(2)
+        pushed = registry.push_both(target, authfile)
         mirror_ref = f"{target}/kmirror/mirror:{__version__}"
         validate_ref = f"{target}/kmirror/validate:{__version__}"
-        assert set(pushed) == {mirror_ref, validate_ref}, proc.stdout
-        assert registry.password not in proc.stdout + proc.stderr
+        assert set(pushed) == {mirror_ref, validate_ref}
 
         # What a cluster would be told: the chart's references, resolved by global.imageRegistry.
         rendered = chartlib.helm_template(
@@ -135,9 +110,7 @@ def test_push_then_pull_with_credentials_and_chart_references(
         assert untrusted.returncode != 0
         assert "certificate signed by unknown authority" in untrusted.stderr, untrusted.stderr
     finally:
-        for ref in pushed or ():
-            podman("untag", images.mirror if "/mirror:" in ref else images.validate, ref,
-                   check=False)  # fmt: skip
+        untag_pushed(pushed)
         podman(*store, "rmi", "--all", "--force", check=False, timeout=300)
         shutil.rmtree(tmp_path / "store", ignore_errors=True)
         shutil.rmtree(runroot, ignore_errors=True)
@@ -153,7 +126,9 @@ def test_push_then_pull_with_credentials_and_chart_references(
     ],
 )
 def test_push_refuses_a_bad_registry_before_touching_anything(registry: str, message: str) -> None:
-    proc = _push(registry, dict(os.environ))
+    proc = subprocess.run(
+        [str(PUSH), registry], capture_output=True, text=True, timeout=60, check=False
+    )
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr
     assert "make push REGISTRY=host[:port][/path]" in proc.stderr

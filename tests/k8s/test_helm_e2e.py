@@ -1,14 +1,18 @@
 """End to end: the chart on a real (local) Kubernetes cluster, as users meet kmirror.
 
-`helm install --wait` with the locally built images into a namespace that enforces the
-"restricted" Pod Security Standard; the mirror pods become Ready; the post-install validation
+The locally built images are pushed to a private registry (TLS from a test CA, htpasswd auth;
+`make push`), and the kubelet pulls them from there with a pull secret, as users' clusters pull
+from ECR: `helm install --wait` with `global.imageRegistry` and `imagePullSecrets` into a
+namespace that enforces the "restricted" Pod Security Standard; the mirror pods become Ready
+running the pushed digest; the post-install validation
 hook Job completes and reports a match; records produced afterwards reach the target;
 `helm test` passes; `helm upgrade` with a changed whitelist rolls the pods (checksum annotation)
 and mirrors the new topic; `helm uninstall` leaves nothing behind.
 
 The steps depend on each other, so they are one test with named steps (a failure names its
-step). Needs root, podman images (`make image`) and helm (`make go-tools`); the cluster comes
-from scripts/k8s-local (tests/k8s/conftest.py). Run with `make test-k8s`.
+step). Needs root, podman images (`make image`), helm and the registry (`make go-tools`); the
+cluster comes from scripts/k8s-local (tests/k8s/conftest.py). Run with `make test-k8s` (or
+`make test K8S=1`).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests.k8s.conftest import MIRROR_IMAGE, VALIDATE_IMAGE, Kube
+from tests.k8s.conftest import PULL_SECRET, Kube, PushedImages
 from tests.kafkatools import (
     Clusters,
     create_topic,
@@ -44,13 +48,6 @@ HELM_TIMEOUT = "15m"
 
 def _log(msg: str) -> None:
     print(f"[k8s-e2e {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def _split_image(image: str) -> tuple[str, str, str]:
-    """localhost/kmirror:dev -> ("localhost", "kmirror", "dev")."""
-    name, _, tag = image.rpartition(":")
-    registry, _, repository = name.partition("/")
-    return registry, repository, tag
 
 
 def _records(prefix: str, n: int) -> list[dict[str, Any]]:
@@ -146,8 +143,11 @@ def _step(name: str) -> Callable[[str], None]:
     return _log
 
 
-def test_helm_lifecycle(k8s_cluster: Kube, clusters: Clusters, tmp_path: Path) -> None:
+def test_helm_lifecycle(
+    k8s_cluster: Kube, pushed_images: PushedImages, clusters: Clusters, tmp_path: Path
+) -> None:
     kube = k8s_cluster
+    images = pushed_images
     src, tgt = clusters.source_bootstrap, clusters.target_bootstrap
     run = unique("k8s")
     topic_a, topic_b = f"{run}-orders", f"{run}-payments"
@@ -155,15 +155,16 @@ def test_helm_lifecycle(k8s_cluster: Kube, clusters: Clusters, tmp_path: Path) -
     n_first, n_after, n_b = 3000, 1000, 500
     topics = [topic_a, topic_b]
 
-    mreg, mrepo, mtag = _split_image(MIRROR_IMAGE)
-    vreg, vrepo, vtag = _split_image(VALIDATE_IMAGE)
+    # As users do: the chart's default repositories under their registry, a pull secret.
     base_values: dict[str, Any] = {
+        "global": {"imageRegistry": images.registry},
+        "imagePullSecrets": [PULL_SECRET],
         "source": {"bootstrapServers": src},
         "target": {"bootstrapServers": tgt},
         "consumerGroup": f"{run}-group",
-        "image": {"registry": mreg, "repository": mrepo, "tag": mtag},
+        "image": {"tag": images.tag},
         "validation": {
-            "image": {"registry": vreg, "repository": vrepo, "tag": vtag},
+            "image": {"tag": images.tag},
             "hook": {"enabled": True},
             "waitTimeoutSeconds": 240,
             # A 2-core machine shared with other work: ask for less than the defaults.
@@ -212,6 +213,13 @@ def test_helm_lifecycle(k8s_cluster: Kube, clusters: Clusters, tmp_path: Path) -
             "default ServiceAccount in the namespace",
         )
 
+        log = _step(f"pull secret {PULL_SECRET} for {images.registry} (podman login's auth file)")
+        kube.kubectl(
+            "-n", NAMESPACE, "create", "secret", "generic", PULL_SECRET,
+            "--type=kubernetes.io/dockerconfigjson",
+            f"--from-file=.dockerconfigjson={images.authfile}",
+        )  # fmt: skip
+
         log = _step(f"topic {topic_a} with {n_first} records on the source")
         create_topic(src, topic_a, partitions=3)
         produce(src, topic_a, _records("a", n_first))
@@ -233,6 +241,11 @@ def test_helm_lifecycle(k8s_cluster: Kube, clusters: Clusters, tmp_path: Path) -
         assert proc.returncode == 0, f"helm install failed:\n{proc.stdout}\n{proc.stderr}"
         pods = _mirror_pods(kube, release)
         assert pods and all(_ready(p) for p in pods), "mirror pods not Ready after install"
+        # The kubelet pulled the pushed image from the registry, with the pull secret.
+        mirror_ref = f"{images.registry}/kmirror/mirror:{images.tag}"
+        pulled = {s["imageID"] for p in pods for s in p["status"]["containerStatuses"]}
+        log(f"mirror pods run {pulled}")
+        assert pulled == {f"{mirror_ref.rpartition(':')[0]}@{images.digests[mirror_ref]}"}
         hook_logs = "\n".join(tail.logs.values())
         log(f"validation hook output:\n{hook_logs[-1500:]}")
         assert "kmirror-validate: OK" in hook_logs, "the post-install hook did not report a match"
