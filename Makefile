@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 .PHONY: test-security k8s-binaries k8s-up k8s-down test-k8s help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
         test-chart test-spark test-image test-faults test-faults-short demo clusters-up clusters-down clusters-status \
-        image image-inputs bench bench-validate bench-smoke bench-dr chart-docs chart-docs-tool env-docs module-graph clean
+        image image-inputs push bench bench-validate bench-smoke bench-dr chart-docs chart-docs-tool env-docs module-graph clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}'
@@ -29,7 +29,7 @@ $(VENV)/.installed: requirements/dev.lock pyproject.toml
 jars: ## Kafka broker, MirrorMaker 2 and spark-sql-kafka jars from Maven Central into the cache
 	@scripts/resolve-jars
 
-go-tools: ## helm, ct, kubeconform and promtool built from the Go module proxy into the cache
+go-tools: ## helm, ct, kubeconform, promtool and the test image registry built from the Go module proxy into the cache
 	@scripts/build-go-tools
 
 system-deps: ## podman, runc, debootstrap from Debian (for the image tests)
@@ -45,9 +45,17 @@ typecheck: venv ## mypy --strict on both packages
 
 # Everything but the long fault variants (make test-faults) and the live-Kubernetes suite
 # (make test-k8s); the short fault scenarios and the benchmark smoke run (make bench-smoke) are in.
+# K8S=1 adds the live-Kubernetes suite (root): pytest starts the Kubernetes build in the
+# background under nice -n 19 as soon as it has collected, runs the k8s tests last, and they
+# wait for the build (tests/k8s/prebuild.py; times in docs/kubernetes.md).
+K8S ?= 0
+ifeq ($(K8S),1)
+TEST_MARKERS ?= not slow
+else
 TEST_MARKERS ?= not slow and not k8s
+endif
 
-test: setup lint typecheck ## The suite: lint, types, unit, integration, bad input, chart, image, spark, security, short faults
+test: setup lint typecheck ## The suite: lint, types, unit, integration, bad input, chart, image, spark, security, short faults (K8S=1: and helm on a live cluster)
 	$(PYTEST) -m "$(TEST_MARKERS)" --durations=40 $(PYTEST_ARGS)
 
 test-unit: venv ## Pure-logic tests, no broker
@@ -91,6 +99,11 @@ image-inputs: venv jars ## Hash-checked wheelhouse and jar directory for offline
 
 image: image-inputs system-deps ## Build the `mirror` and `validate` images with podman (base pinned by digest) and their CycloneDX SBOMs in .cache/sbom/
 	scripts/build-image
+
+# REGISTRY=host[:port][/path]; credentials from `podman login` (or REGISTRY_AUTH_FILE), the
+# registry's CA from /etc/containers/certs.d/ or KMIRROR_REGISTRY_CERT_DIR (docs/kubernetes.md).
+push: image ## Tag and push both images to REGISTRY=host[:port][/path] as kmirror/mirror and kmirror/validate (the chart's repositories)
+	scripts/push-image "$(REGISTRY)"
 
 test-image: venv jars system-deps ## Build both images (cached) and run them against the local clusters
 	$(PYTEST) -m image tests/image $(PYTEST_ARGS)

@@ -18,8 +18,26 @@ from typing import Any
 import pytest
 
 from scripts import kafkalocal
+from tests.k8s import prebuild
 from tests.kafkatools import Clusters, create_topic, delete_topic, unique
 from tests.securecluster import secure_cluster  # noqa: F401 - session fixture
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The k8s tests run last (`make test K8S=1`): the Kubernetes build started below then
+    has the whole run to use the CPU the other tests leave idle. The sort is stable."""
+    items.sort(key=lambda item: item.get_closest_marker("k8s") is not None)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.option.collectonly or os.geteuid() != 0:
+        return
+    if any(i.get_closest_marker("k8s") for i in session.items):
+        prebuild.start()
+
+
+def pytest_sessionfinish() -> None:
+    prebuild.stop()
 
 
 def _local_name_for(bootstrap: str) -> str | None:

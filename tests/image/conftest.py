@@ -23,10 +23,15 @@ VALIDATE = "localhost/kmirror-validate"
 
 
 def podman(
-    *args: str, timeout: float = 120.0, check: bool = True
+    *args: str, timeout: float = 120.0, check: bool = True, input_text: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        [PODMAN, *args], capture_output=True, text=True, timeout=timeout, check=False
+        [PODMAN, *args],
+        input=input_text,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     if check and result.returncode != 0:
         raise AssertionError(

@@ -19,14 +19,16 @@ from pathlib import Path
 
 import pytest
 
+from kmirror import __version__
+from tests.k8s import prebuild
 from tests.kafkatools import Clusters
+from tests.registry import PrivateRegistry, untag_pushed
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 K8S_LOCAL = REPO_ROOT / "scripts" / "k8s-local"
 PODMAN = REPO_ROOT / "scripts" / "podman"
 CACHE = Path(os.environ.get("KMIRROR_CACHE") or Path.home() / ".cache" / "kmirror")
-MIRROR_IMAGE = os.environ.get("KMIRROR_K8S_MIRROR_IMAGE", "localhost/kmirror:dev")
-VALIDATE_IMAGE = os.environ.get("KMIRROR_K8S_VALIDATE_IMAGE", "localhost/kmirror-validate:dev")
+PULL_SECRET = "kmirror-pull"
 
 
 def _log(msg: str) -> None:
@@ -100,30 +102,63 @@ def _k8s_local(*args: str, env: dict[str, str], timeout: float) -> str:
     return proc.stdout
 
 
+@dataclass(frozen=True)
+class PushedImages:
+    """The images as users get them: in a private registry (TLS from the test's CA, htpasswd),
+    pushed by scripts/push-image (`make push`); the pods pull them with a pull secret."""
+
+    registry: str  # the chart's global.imageRegistry
+    tag: str
+    digests: dict[str, str]  # pushed reference -> manifest digest
+    authfile: Path  # podman login's auth file: a dockerconfigjson, the pull secret's content
+    ca: Path  # the registry's CA, for containerd (scripts/k8s-local trust-registry)
+
+
 @pytest.fixture(scope="session")
-def k8s_cluster(clusters: Clusters) -> Iterator[Kube]:
+def pushed_images(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PushedImages]:
+    for name in ("kmirror", "kmirror-validate"):
+        image = f"localhost/{name}:{__version__}"
+        if subprocess.run([str(PODMAN), "image", "exists", image], check=False).returncode != 0:
+            pytest.fail(f"image {image} missing in podman storage: run `make image`", pytrace=False)
+    d = tmp_path_factory.mktemp("k8s-registry")
+    registry = PrivateRegistry.start(d / "registry")
+    digests: dict[str, str] = {}
+    try:
+        authfile = d / "auth.json"
+        registry.login(authfile)
+        target = f"{registry.host}/e2e"
+        t0 = time.monotonic()
+        digests = registry.push_both(target, authfile)
+        _log(f"pushed to {target} in {time.monotonic() - t0:.0f}s: {digests}")
+        yield PushedImages(target, __version__, digests, authfile, registry.ca)
+    finally:
+        untag_pushed(digests)
+        registry.stop()
+
+
+@pytest.fixture(scope="session")
+def k8s_cluster(clusters: Clusters, pushed_images: PushedImages) -> Iterator[Kube]:
     if os.geteuid() != 0:
         pytest.skip("the local Kubernetes cluster needs root (containerd, kubelet, iptables)")
     helm = CACHE / "bin" / "helm"
     if not helm.exists():
         pytest.fail(f"{helm} missing: run `make go-tools`", pytrace=False)
-    for image in (MIRROR_IMAGE, VALIDATE_IMAGE):
-        if subprocess.run([str(PODMAN), "image", "exists", image], check=False).returncode != 0:
-            pytest.fail(f"image {image} missing in podman storage: run `make image`", pytrace=False)
 
     env = dict(os.environ)
     env["KMIRROR_K8S_HOST_PORTS"] = _host_ports(clusters)
-    env["KMIRROR_K8S_IMAGES"] = f"{MIRROR_IMAGE} {VALIDATE_IMAGE}"
+    # Nothing imported into containerd: the kubelet pulls the images from the registry.
+    env["KMIRROR_K8S_IMAGES"] = ""
     reuse = os.environ.get("KMIRROR_K8S_REUSE") == "1"
     keep = reuse or os.environ.get("KMIRROR_K8S_KEEP") == "1"
     t0 = time.monotonic()
     try:
-        if reuse:
-            _k8s_local("load-images", MIRROR_IMAGE, VALIDATE_IMAGE, env=env, timeout=600)
-        else:
+        if not reuse:
+            _log(prebuild.wait())
             _log(f"scripts/k8s-local up (Kafka ports for pods: {env['KMIRROR_K8S_HOST_PORTS']})")
             # Cold: builds Kubernetes from source first (see docs/kubernetes.md).
             _k8s_local("up", env=env, timeout=7200)
+        host = pushed_images.registry.partition("/")[0]
+        _k8s_local("trust-registry", host, str(pushed_images.ca), env=env, timeout=30)
         _log(f"cluster ready after {time.monotonic() - t0:.0f}s")
         exports = dict(
             line.removeprefix("export ").split("=", 1)

@@ -1,21 +1,24 @@
 """End to end: the chart on a real (local) Kubernetes cluster, as users meet kmirror.
 
-`helm install --wait` with the locally built images into a namespace that enforces the
-"restricted" Pod Security Standard; the mirror pods become Ready; the post-install validation
+The locally built images are pushed to a private registry (TLS from a test CA, htpasswd auth;
+`make push`), and the kubelet pulls them from there with a pull secret, as users' clusters pull
+from ECR: `helm install --wait` with `global.imageRegistry` and `imagePullSecrets` into a
+namespace that enforces the "restricted" Pod Security Standard; the mirror pods become Ready
+running the pushed digest; the post-install validation
 hook Job completes and reports a match; records produced afterwards reach the target;
 `helm test` passes; `helm upgrade` with a changed whitelist rolls the pods (checksum annotation)
 and mirrors the new topic; `helm uninstall` leaves nothing behind.
 
 The steps depend on each other, so they are one test with named steps (a failure names its
-step). Needs root, podman images (`make image`) and helm (`make go-tools`); the cluster comes
-from scripts/k8s-local (tests/k8s/conftest.py). Run with `make test-k8s`.
+step). Needs root, podman images (`make image`), helm and the registry (`make go-tools`); the
+cluster comes from scripts/k8s-local (tests/k8s/conftest.py). Run with `make test-k8s` (or
+`make test K8S=1`).
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.k8s.conftest import MIRROR_IMAGE, VALIDATE_IMAGE, Kube
+from tests.k8s.conftest import PULL_SECRET, Kube, PushedImages
 from tests.kafkatools import (
     Clusters,
     create_topic,
@@ -46,13 +49,6 @@ def _log(msg: str) -> None:
     print(f"[k8s-e2e {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def _split_image(image: str) -> tuple[str, str, str]:
-    """localhost/kmirror:dev -> ("localhost", "kmirror", "dev")."""
-    name, _, tag = image.rpartition(":")
-    registry, _, repository = name.partition("/")
-    return registry, repository, tag
-
-
 def _records(prefix: str, n: int) -> list[dict[str, Any]]:
     return [
         {"key": f"{prefix}-{i}".encode(), "value": f"value {prefix} {i}".encode()} for i in range(n)
@@ -63,65 +59,22 @@ def _total(bootstrap: str, topic: str) -> int:
     return sum(end_offsets(bootstrap, topic).values())
 
 
-class LogTail:
-    """Streams the logs of every pod matching a label selector while a helm command runs, so the
-    hook Job's report survives the Job's deletion (hook-delete-policy hook-succeeded)."""
-
-    def __init__(self, kube: Kube, selector: str) -> None:
-        self.kube = kube
-        self.selector = selector
-        self.logs: dict[str, str] = {}
-        self._stop = threading.Event()
-        self._procs: list[subprocess.Popen[str]] = []
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> LogTail:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-        for p in self._procs:
-            if p.poll() is None:
-                p.terminate()
-
-    def _follow(self, pod: str) -> None:
-        # Wait until the container started, then follow to its end.
-        deadline = time.monotonic() + 600
-        while not self._stop.is_set() and time.monotonic() < deadline:
-            proc = subprocess.Popen(
-                [self.kube.kubectl_bin, "-n", NAMESPACE, "logs", "-f", pod],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                env=self.kube.env,
-            )
-            self._procs.append(proc)
-            out, _ = proc.communicate()
-            if "waiting to start" in out or "ContainerCreating" in out or not out.strip():
-                time.sleep(2)
-                continue
-            self.logs[pod] = out
-            return
-
-    def _run(self) -> None:
-        seen: set[str] = set()
-        while not self._stop.is_set():
-            proc = self.kube.kubectl(
-                "-n", NAMESPACE, "get", "pods", "-l", self.selector, "-o", "name", check=False
-            )
-            for line in proc.stdout.split():
-                pod = line.removeprefix("pod/")
-                if pod not in seen:
-                    seen.add(pod)
-                    threading.Thread(target=self._follow, args=(pod,), daemon=True).start()
-            self._stop.wait(1)
-        # let the followers finish reading
-        for _ in range(20):
-            if all(p.poll() is not None for p in self._procs):
-                break
-            time.sleep(0.5)
+def _hook_report(kube: Kube, release: str) -> str:
+    """The log of the validation hook Job's succeeded pod, read after helm returned. The test's
+    values keep the Job (deletePolicy before-hook-creation), so nothing depends on catching a
+    pod before Helm deletes it; each install/upgrade replaces the previous run's Job."""
+    selector = f"app.kubernetes.io/instance={release},app.kubernetes.io/component=validation"
+    data = kube.get_json("-n", NAMESPACE, "jobs", "-l", selector)
+    jobs: list[dict[str, Any]] = data["items"]  # type: ignore[assignment]
+    assert len(jobs) == 1, f"expected one validation hook Job, found {len(jobs)}"
+    job = jobs[0]
+    name = job["metadata"]["name"]
+    assert job.get("status", {}).get("succeeded", 0) >= 1, f"hook Job {name}: {job.get('status')}"
+    pods = kube.get_json("-n", NAMESPACE, "pods", "-l", f"batch.kubernetes.io/job-name={name}")
+    items: list[dict[str, Any]] = pods["items"]  # type: ignore[assignment]
+    done = [p["metadata"]["name"] for p in items if p["status"].get("phase") == "Succeeded"]
+    assert done, f"hook Job {name} has no succeeded pod"
+    return kube.kubectl("-n", NAMESPACE, "logs", done[0]).stdout
 
 
 def _mirror_pods(kube: Kube, release: str) -> list[dict[str, Any]]:
@@ -146,8 +99,11 @@ def _step(name: str) -> Callable[[str], None]:
     return _log
 
 
-def test_helm_lifecycle(k8s_cluster: Kube, clusters: Clusters, tmp_path: Path) -> None:
+def test_helm_lifecycle(
+    k8s_cluster: Kube, pushed_images: PushedImages, clusters: Clusters, tmp_path: Path
+) -> None:
     kube = k8s_cluster
+    images = pushed_images
     src, tgt = clusters.source_bootstrap, clusters.target_bootstrap
     run = unique("k8s")
     topic_a, topic_b = f"{run}-orders", f"{run}-payments"
@@ -155,16 +111,19 @@ def test_helm_lifecycle(k8s_cluster: Kube, clusters: Clusters, tmp_path: Path) -
     n_first, n_after, n_b = 3000, 1000, 500
     topics = [topic_a, topic_b]
 
-    mreg, mrepo, mtag = _split_image(MIRROR_IMAGE)
-    vreg, vrepo, vtag = _split_image(VALIDATE_IMAGE)
+    # As users do: the chart's default repositories under their registry, a pull secret.
     base_values: dict[str, Any] = {
+        "global": {"imageRegistry": images.registry},
+        "imagePullSecrets": [PULL_SECRET],
         "source": {"bootstrapServers": src},
         "target": {"bootstrapServers": tgt},
         "consumerGroup": f"{run}-group",
-        "image": {"registry": mreg, "repository": mrepo, "tag": mtag},
+        "image": {"tag": images.tag},
         "validation": {
-            "image": {"registry": vreg, "repository": vrepo, "tag": vtag},
-            "hook": {"enabled": True},
+            "image": {"tag": images.tag},
+            # Keep the hook Job after success so its report is read after helm returns
+            # (_hook_report); the chart's default also deletes it on success.
+            "hook": {"enabled": True, "deletePolicy": "before-hook-creation"},
             "waitTimeoutSeconds": 240,
             # A 2-core machine shared with other work: ask for less than the defaults.
             "resources": {"requests": {"cpu": "100m"}},
@@ -212,28 +171,35 @@ def test_helm_lifecycle(k8s_cluster: Kube, clusters: Clusters, tmp_path: Path) -
             "default ServiceAccount in the namespace",
         )
 
+        log = _step(f"pull secret {PULL_SECRET} for {images.registry} (podman login's auth file)")
+        kube.kubectl(
+            "-n", NAMESPACE, "create", "secret", "generic", PULL_SECRET,
+            "--type=kubernetes.io/dockerconfigjson",
+            f"--from-file=.dockerconfigjson={images.authfile}",
+        )  # fmt: skip
+
         log = _step(f"topic {topic_a} with {n_first} records on the source")
         create_topic(src, topic_a, partitions=3)
         produce(src, topic_a, _records("a", n_first))
 
         log = _step("helm install --wait (mirror Ready, validation hook Job)")
         t0 = time.monotonic()
-        with LogTail(
-            kube, f"app.kubernetes.io/instance={release},app.kubernetes.io/component=validation"
-        ) as tail:
-            proc = kube.helm(
-                "install", release, str(CHART), "-n", NAMESPACE, "--wait", "--wait-for-jobs",
-                "--timeout", HELM_TIMEOUT, *values_file(topic_a), check=False,
-            )  # fmt: skip
+        proc = kube.helm(
+            "install", release, str(CHART), "-n", NAMESPACE, "--wait", "--wait-for-jobs",
+            "--timeout", HELM_TIMEOUT, *values_file(topic_a), check=False,
+        )  # fmt: skip
         log(f"helm install: exit {proc.returncode} after {time.monotonic() - t0:.0f}s")
         if proc.returncode != 0:
             _dump(kube)
-            for pod, text in tail.logs.items():
-                log(f"logs of {pod}:\n{text[-3000:]}")
         assert proc.returncode == 0, f"helm install failed:\n{proc.stdout}\n{proc.stderr}"
         pods = _mirror_pods(kube, release)
         assert pods and all(_ready(p) for p in pods), "mirror pods not Ready after install"
-        hook_logs = "\n".join(tail.logs.values())
+        # The kubelet pulled the pushed image from the registry, with the pull secret.
+        mirror_ref = f"{images.registry}/kmirror/mirror:{images.tag}"
+        pulled = {s["imageID"] for p in pods for s in p["status"]["containerStatuses"]}
+        log(f"mirror pods run {pulled}")
+        assert pulled == {f"{mirror_ref.rpartition(':')[0]}@{images.digests[mirror_ref]}"}
+        hook_logs = _hook_report(kube, release)
         log(f"validation hook output:\n{hook_logs[-1500:]}")
         assert "kmirror-validate: OK" in hook_logs, "the post-install hook did not report a match"
 
@@ -263,14 +229,10 @@ def test_helm_lifecycle(k8s_cluster: Kube, clusters: Clusters, tmp_path: Path) -
         checksum_before = {p["metadata"]["annotations"].get("checksum/config") for p in before}
         names_before = {p["metadata"]["name"] for p in before}
         t0 = time.monotonic()
-        with LogTail(
-            kube, f"app.kubernetes.io/instance={release},app.kubernetes.io/component=validation"
-        ) as tail:
-            proc = kube.helm(
-                "upgrade", release, str(CHART), "-n", NAMESPACE, "--wait", "--wait-for-jobs",
-                "--timeout", HELM_TIMEOUT, *values_file(f"{topic_a},{topic_b}"),
-                check=False,
-            )  # fmt: skip
+        proc = kube.helm(
+            "upgrade", release, str(CHART), "-n", NAMESPACE, "--wait", "--wait-for-jobs",
+            "--timeout", HELM_TIMEOUT, *values_file(f"{topic_a},{topic_b}"), check=False,
+        )  # fmt: skip
         log(f"helm upgrade: exit {proc.returncode} after {time.monotonic() - t0:.0f}s")
         if proc.returncode != 0:
             _dump(kube)
@@ -292,7 +254,7 @@ def test_helm_lifecycle(k8s_cluster: Kube, clusters: Clusters, tmp_path: Path) -
         wait_until(
             lambda: _total(tgt, topic_b) == n_b, 180, 2, f"{n_b} records in target {topic_b}"
         )
-        upgrade_logs = "\n".join(tail.logs.values())
+        upgrade_logs = _hook_report(kube, release)
         assert "kmirror-validate: OK" in upgrade_logs, (
             "the post-upgrade hook did not report a match"
         )
@@ -312,7 +274,17 @@ def test_helm_lifecycle(k8s_cluster: Kube, clusters: Clusters, tmp_path: Path) -
             ).stdout
             return (out + helm_secrets).strip()
 
-        # Helm never deletes hook resources on uninstall. The chart keeps the `helm test` pod
+        # Helm never deletes hook resources on uninstall. The test's values keep the hook Job
+        # (to read its report): check it is the hook and delete it, with its pods.
+        data = kube.get_json(
+            "-n", NAMESPACE, "jobs", "-l", f"{selector},app.kubernetes.io/component=validation"
+        )
+        hook_jobs: list[dict[str, Any]] = data["items"]  # type: ignore[assignment]
+        for job in hook_jobs:
+            name, hook = job["metadata"]["name"], job["metadata"]["annotations"]["helm.sh/hook"]
+            assert hook == "post-install,post-upgrade", f"job {name} is not the hook ({hook!r})"
+            kube.kubectl("-n", NAMESPACE, "delete", "job", name, "--cascade=foreground")
+        # The chart keeps the `helm test` pod
         # (validation.test.deletePolicy: before-hook-creation) so that `helm test --logs` can
         # read it, so that one pod outlives the release by design; anything else is a leak.
         # Tighten this (drop KEPT_TEST_POD) if the chart ever deletes it.
