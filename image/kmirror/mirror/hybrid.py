@@ -52,9 +52,7 @@ def engine_for(config: MirrorConfig, *, announce: bool = True) -> CopierFactory:
     if config.engine == "record":
         return RecordCopier
     why = None
-    if config.exactly_once:
-        why = "--exactly-once writes through transactional producers (the record path)"
-    elif config.partitioning == "hash":  # ("batch" with hash is refused by the config model)
+    if config.partitioning == "hash":  # ("batch" with hash is refused by the config model)
         why = "--partitioning hash re-partitions records"
     elif config.dr.provenance_header:
         why = "the provenance header changes every record's headers"
@@ -78,6 +76,11 @@ def engine_for(config: MirrorConfig, *, announce: bool = True) -> CopierFactory:
         if announce:
             log.info("engine auto: the record path copies everything (%s)", why)
         return RecordCopier
+    if config.exactly_once:
+        # Here, not at the top: eos_hybrid builds on HybridCopier.
+        from kmirror.mirror.eos_hybrid import TransactionalHybridCopier
+
+        return TransactionalHybridCopier
     return functools.partial(HybridCopier, adaptive=config.engine == "auto")
 
 
@@ -98,6 +101,7 @@ class Router:
     checks: int = ROUTE_CHECKS
     routes: dict[Key, Route] = field(default_factory=dict)
     batched: set[Key] = field(default_factory=set)  # the keys on the batch path (per step)
+    probe: bool = True  # record-path partitions try the batch path again after a backoff
 
     def add(self, key: Key) -> None:
         self.routes[key] = Route()
@@ -138,6 +142,8 @@ class Router:
 
     def due(self, now: float) -> list[Key]:
         """Record-path partitions whose next try of the batch path is due."""
+        if not self.probe:
+            return []
         return sorted(k for k, r in self.routes.items() if not r.batch and r.probe_at <= now)
 
     def batch_keys(self) -> list[Key]:
@@ -149,15 +155,21 @@ class HybridCopier:
         self._ctx = ctx
         self._consumer = ctx.consumer
         self._book = ctx.book
-        self._record = RecordCopier(ctx)
+        self._record = self._record_copier(ctx)
         self._record.only = set()
-        self._batch = BatchCopier(ctx.config, ctx.book, ctx.metrics)
+        self._batch = self._batch_copier(ctx)
         self.router = Router(adaptive)
         self._wait_s = ctx.consume_timeout_s
         self._pause: set[Key] = set()  # batch-path partitions the consumer must hold still
         self._seek: dict[Key, int] = {}  # record-path partitions waiting for their seek
         self._clean = False  # the last flush found nothing outstanding, nothing sent since
         ctx.metrics.stats.elsewhere = self._batch_lag
+
+    def _record_copier(self, ctx: CopierContext) -> RecordCopier:
+        return RecordCopier(ctx)
+
+    def _batch_copier(self, ctx: CopierContext) -> BatchCopier:
+        return BatchCopier(ctx.config, ctx.book, ctx.metrics)
 
     # -- the Copier shape ----------------------------------------------------------------------
 
@@ -190,8 +202,7 @@ class HybridCopier:
             both = bool(self._record.only)
             self._batch.step(BOTH_WAIT_S if both else self._wait_s)
             for key, fallback in self._batch.take_fallbacks().items():
-                self.router.to_record(key, time.monotonic())
-                self._to_record(key, fallback.offset)
+                self._fall_back(key, fallback.offset)
             # The consumer still serves the group (callbacks) and the record path: no wait.
             self._record.consume_timeout_s = 0.0
         else:
@@ -247,6 +258,11 @@ class HybridCopier:
         for key, offset in committed.items():
             self._book[key].committed = offset  # assign() opened the book afresh
         self._pause.update(positions)
+
+    def _fall_back(self, key: Key, offset: int) -> None:
+        """The batch path let this partition go at `offset`: the record path continues."""
+        self.router.to_record(key, time.monotonic())
+        self._to_record(key, offset)
 
     def _to_record(self, key: Key, offset: int) -> None:
         """The record path copies this partition from `offset` (the batch path let it go)."""

@@ -67,6 +67,8 @@ class Queue:
 
 
 class ProducerSession:
+    transactional_id: str | None = None  # set by a transactional session (batch/txn.py)
+
     def __init__(
         self,
         link: Link,
@@ -207,7 +209,13 @@ class ProducerSession:
     def _send(self, node: int, items: list[tuple[Queue, Pending]]) -> None:
         topics: dict[str, list[Any]] = {}
         for q, p in items:
-            data = rewrite(p.batch, self.producer_id, self.epoch, p.sequence)
+            data = rewrite(
+                p.batch,
+                self.producer_id,
+                self.epoch,
+                p.sequence,
+                transactional=self.transactional_id is not None,
+            )
             topics.setdefault(q.topic, []).append(
                 ProduceRequest.TopicProduceData.PartitionProduceData(
                     index=q.partition, records=bytes(data)
@@ -216,7 +224,7 @@ class ProducerSession:
             q.sent += 1
             q.in_flight += 1
         request = ProduceRequest(
-            transactional_id=None,
+            transactional_id=self.transactional_id,
             acks=-1,
             timeout_ms=self._request_timeout_ms,
             topic_data=[
