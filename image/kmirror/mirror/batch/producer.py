@@ -196,7 +196,7 @@ class ProducerSession:
                 continue
             by_node.setdefault(node, []).append(q)
         for node, queues in by_node.items():
-            while self._link.in_flight(node) < self._max_in_flight:
+            while self._room(node):
                 items = [
                     (q, q.items[q.sent])
                     for q in queues
@@ -205,6 +205,10 @@ class ProducerSession:
                 if not items:
                     break
                 self._send(node, items)
+
+    def _room(self, node: int) -> bool:
+        """May another request go to this node now? (The connection's requests: ours.)"""
+        return bool(self._link.in_flight(node) < self._max_in_flight)
 
     def _send(self, node: int, items: list[tuple[Queue, Pending]]) -> None:
         topics: dict[str, list[Any]] = {}

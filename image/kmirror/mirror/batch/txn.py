@@ -207,6 +207,12 @@ class TxnSession(ProducerSession):
         """Sends only under our producer id, into partitions the transaction holds."""
         return self.producer_id >= 0 and not self.fenced and not self.to_add()
 
+    def _room(self, node: int) -> bool:
+        """Counted per session: the connection is shared by every partition's session, and
+        a transactional Produce request carries one session's batches only."""
+        mine = sum(1 for n, future, _ in self._requests if n == node and not future.is_done)
+        return mine < self._max_in_flight
+
     def forget(self) -> None:
         """Drop everything queued (an aborted or fenced transaction's batches)."""
         for key in list(self._queues):
