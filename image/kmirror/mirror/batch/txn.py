@@ -97,7 +97,10 @@ class Coordinators:
         pending = dict(requests)
         results: dict[str, tuple[int, Any]] = {}
         while pending:
-            self._find([t for t in pending if t not in self._nodes], deadline)
+            refused = self._find([t for t in pending if t not in self._nodes], deadline)
+            for tid, code in refused.items():
+                results[tid] = (code, None)  # e.g. no DESCRIBE on the transactional id
+                del pending[tid]
             futures = {
                 t: self._link.send(self._nodes[t], make())
                 for t, make in pending.items()
@@ -122,13 +125,14 @@ class Coordinators:
                 self._poll(RETRY_BACKOFF_S)
         return results
 
-    def _find(self, ids: list[str], deadline: float) -> None:
+    def _find(self, ids: list[str], deadline: float) -> dict[str, int]:
+        """Look the coordinators up; returns the ids the cluster refused for good."""
         if not ids:
-            return
+            return {}
         node = self._link.any_node()
         if node is None:
             self._poll(RETRY_BACKOFF_S)
-            return
+            return {}
         futures = {
             tid: self._link.send(
                 node,
@@ -137,9 +141,16 @@ class Coordinators:
             for tid in ids
         }
         self._wait(futures.values(), deadline)
+        refused: dict[str, int] = {}
         for tid, future in futures.items():
-            if future.is_done and future.succeeded() and future.value.error_code == 0:
+            if not future.is_done or future.failed():
+                continue
+            code = int(future.value.error_code)
+            if code == 0:
                 self._nodes[tid] = int(future.value.node_id)
+            elif code not in RETRIABLE:
+                refused[tid] = code
+        return refused
 
     def _wait(self, futures: Iterable[Any], deadline: float) -> None:
         todo = list(futures)

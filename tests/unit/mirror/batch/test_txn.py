@@ -1,17 +1,27 @@
 """The batch path's transactional pieces that need no broker: the transactional header
-rewrite, the progress record's batch, AddPartitionsToTxn outcomes, what a session sends."""
+rewrite, the progress record's batch, AddPartitionsToTxn outcomes, what a session sends, and
+how coordinator round trips retry (a scripted cluster: no Kafka is mocked for mirroring)."""
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from kafka.future import Future
 from kafka.record.default_records import DefaultRecordBatch
 
 from kmirror.mirror.batch.producer import Pending
 from kmirror.mirror.batch.records import rewrite, split
-from kmirror.mirror.batch.txn import ProgressPending, TxnSession, add_error, progress_batch
+from kmirror.mirror.batch.txn import (
+    Coordinators,
+    ProgressPending,
+    TxnSession,
+    add_error,
+    init_request,
+    progress_batch,
+)
 from tests.unit.mirror.batch.helpers import build
 
 pytestmark = pytest.mark.unit
@@ -106,3 +116,52 @@ def test_a_session_sequences_each_target_partition_from_zero() -> None:
     s.enqueue(("t", 0), second)
     s.enqueue(("progress", 0), progress)
     assert (first.sequence, second.sequence, progress.sequence) == (0, 3, 0)
+
+
+class _Coordinator:
+    """A scripted cluster: FindCoordinator answers, then per request the next error code."""
+
+    def __init__(self, find: list[tuple[int, int]], answers: list[int]) -> None:
+        self.find = find  # (error code, node id) per FindCoordinator
+        self.answers = answers  # error code per InitProducerId
+        self.sent: list[tuple[int, str]] = []  # (node, request name)
+
+    def any_node(self) -> int:
+        return 0
+
+    def send(self, node: int, request: Any) -> Any:
+        name = type(request).__name__
+        self.sent.append((node, name))
+        if name == "FindCoordinatorRequest":
+            code, coordinator = self.find.pop(0)
+            return Future().success(SimpleNamespace(error_code=code, node_id=coordinator))
+        code = self.answers.pop(0)
+        return Future().success(SimpleNamespace(error_code=code, producer_id=7, producer_epoch=1))
+
+
+def _init(link: _Coordinator) -> tuple[int, Any]:
+    coordinators = Coordinators(link, lambda seconds: None)  # type: ignore[arg-type]
+    results = coordinators.calls(
+        {"tx": init_request("tx", 60_000)}, lambda r: int(r.error_code), time.monotonic() + 5
+    )
+    return results["tx"]
+
+
+def test_a_busy_coordinator_is_asked_again_until_it_answers() -> None:
+    link = _Coordinator(find=[(0, 3)], answers=[51, 51, 0])  # CONCURRENT_TRANSACTIONS twice
+    code, response = _init(link)
+    assert (code, response.producer_id) == (0, 7)
+    assert [n for n, name in link.sent if name == "InitProducerIdRequest"] == [3, 3, 3]
+
+
+def test_a_moved_coordinator_is_looked_up_again() -> None:
+    link = _Coordinator(find=[(0, 3), (0, 5)], answers=[16, 0])  # NOT_COORDINATOR, then ok
+    code, _ = _init(link)
+    assert code == 0
+    assert [n for n, name in link.sent if name == "InitProducerIdRequest"] == [3, 5]
+
+
+def test_a_refused_transactional_id_is_final_at_once() -> None:
+    link = _Coordinator(find=[(53, -1)], answers=[])  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert _init(link) == (53, None)
+    assert [name for _, name in link.sent] == ["FindCoordinatorRequest"]
