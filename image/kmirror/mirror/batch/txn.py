@@ -43,8 +43,9 @@ ADD_VERSION = 3
 END_VERSION = 3
 TRANSACTION = 1  # FindCoordinator key_type
 RETRY_BACKOFF_S = 0.05
-# Ask again (the coordinator is loading, moving, or still completing the previous transaction).
-RETRIABLE = {7, 14, 15, 16, 51}
+# Ask again (the coordinator is loading, moving, or still completing the previous transaction;
+# 3: a just-created topic the coordinator's broker does not know yet, as the Java client does).
+RETRIABLE = {3, 7, 14, 15, 16, 51}
 REFIND = {-1, 15, 16}  # ... after finding the coordinator again (-1: no answer)
 FENCING = {47, 90}  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
 OPERATION_NOT_ATTEMPTED = 55  # AddPartitionsToTxn: another partition of the request failed
