@@ -6,7 +6,8 @@ every acknowledgement into the progress book. Every offset.commit.interval.ms, o
 on shutdown the copier is flushed, and only if every record sent so far was acknowledged are
 the book's acknowledged source offsets committed. A commit can never run ahead of the target.
 Any send failure means: commit nothing more; abort (exit 1) or rewind and retry.
---exactly-once: the copier writes transactions and the commit is theirs (mirror/eos.py).
+--exactly-once: the copier writes transactions and the commit is theirs (engine.Transactional:
+mirror/eos.py on the record path, mirror/eos_hybrid.py on --engine batch|auto).
 
     Stream.run ── Subscription (group membership, topics, start offsets)
                ├─ Copier (RecordCopier: consume, produce, delivery reports)
