@@ -238,6 +238,7 @@ def default_contenders() -> list[Contender]:
         Contender("kmirror-2", "kmirror", 2),
         Contender("kmirror-1-eos", "kmirror", 1, exactly_once=True),
         Contender("kmirror-batch-1", "kmirror", 1, engine="batch"),
+        Contender("kmirror-batch-1-eos", "kmirror", 1, exactly_once=True, engine="batch"),
         Contender("mm2-1", "mm2", 1),
         Contender("mm2-2", "mm2", 2),
     ]

@@ -20,7 +20,15 @@ import pytest
 pytestmark = pytest.mark.bench
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CONTENDERS = {"kmirror-1", "kmirror-2", "kmirror-1-eos", "kmirror-batch-1", "mm2-1", "mm2-2"}
+CONTENDERS = {
+    "kmirror-1",
+    "kmirror-2",
+    "kmirror-1-eos",
+    "kmirror-batch-1",
+    "kmirror-batch-1-eos",
+    "mm2-1",
+    "mm2-2",
+}
 CEILINGS = {"producer-perf", "python-produce", "python-consume"}
 
 

@@ -19,6 +19,9 @@ from tests.kafkatools import Clusters, consume_all, end_offsets, produce, wait_u
 from tests.mirrorproc import MirrorProcess, mirror_args
 
 pytestmark = pytest.mark.integration
+# Both paths write transactions: the record path (eos.py) and the batch path
+# (batch/transactional.py); test_batch_exactly_once.py has the batch path's own cases.
+ENGINES = pytest.mark.parametrize("engine", ["record", "batch"])
 
 # A killed or paused member leaves the group within seconds (the default is 45 s).
 FAST_GROUP = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000}
@@ -84,12 +87,13 @@ def assert_exactly_once(clusters: Clusters, topic: str) -> None:
     assert [r.content() for r in dst] == [r.content() for r in src]
 
 
+@ENGINES
 def test_kill9_mid_copy_then_restart_copies_every_record_once(
-    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name, engine: str
 ) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=3)
     group = unique_name("g")
-    args = eos_args(tmp_path, clusters, group, topic)
+    args = eos_args(tmp_path, clusters, group, topic, "--engine", engine)
     with load(clusters, topic, 6000, 3), MirrorProcess(args, tmp_path / "m1.log") as m:
         wait_until(lambda: target_end(clusters, topic) >= 2000, 90, 0.05)
         assert m.kill() == -signal.SIGKILL
@@ -130,15 +134,16 @@ def test_stream_child_kill9_then_restart_copies_every_record_once(
     assert_exactly_once(clusters, topic)
 
 
+@ENGINES
 def test_zombie_stream_commits_nothing_after_its_partitions_moved(
-    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name, engine: str
 ) -> None:
     """SIGSTOP a member longer than its session: the other member takes its partitions (and
     fences it); after SIGCONT, nothing the zombie had in flight becomes visible."""
     topic = make_topic(clusters.source_bootstrap, partitions=4)
     group = unique_name("g")
-    a_args = eos_args(tmp_path, clusters, group, topic, name="a-")
-    b_args = eos_args(tmp_path, clusters, group, topic, name="b-")
+    a_args = eos_args(tmp_path, clusters, group, topic, "--engine", engine, name="a-")
+    b_args = eos_args(tmp_path, clusters, group, topic, "--engine", engine, name="b-")
     with (
         MirrorProcess(a_args, tmp_path / "a.log") as a,
         MirrorProcess(b_args, tmp_path / "b.log") as b,

@@ -116,7 +116,8 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         dest="exactly_once",
         action="store_true",
         help="write the target in transactions: every source record exactly once for "
-        "read_committed readers (also EXACTLY_ONCE=true; mm2: exactly.once.support=enabled)",
+        "read_committed readers, on either --engine (also EXACTLY_ONCE=true; mm2: "
+        "exactly.once.support=enabled)",
     )
     group.add_argument(
         "--strict",

@@ -121,7 +121,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar(
         "EXACTLY_ONCE",
         "true: write the target in transactions with the mirror's progress, so read_committed "
-        "consumers see every source record exactly once (--exactly-once)",
+        "consumers see every source record exactly once (--exactly-once; either engine)",
         "false",
     ),
     EnvVar("KMIRROR_PARTITIONING", "same (source partition number) or hash (re-partition)", "same"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from confluent_kafka import Consumer, KafkaError
 
@@ -74,6 +74,19 @@ class CopierContext:
 
 
 CopierFactory = Callable[[CopierContext], Copier]
+
+
+@runtime_checkable
+class Transactional(Protocol):
+    """A copier under --exactly-once (eos.py, eos_hybrid.py): the stream opens partitions
+    (fencing their previous owners) before it reads their progress records, and its commit
+    points commit the partitions' transactions."""
+
+    def open(self, keys: Iterable[Key]) -> None: ...
+
+    def commit(self, book: ProgressBook, keys: Iterable[Key], timeout: float) -> dict[Key, int]:
+        """The source offsets now committed on the target."""
+        ...
 
 
 @dataclass(frozen=True)

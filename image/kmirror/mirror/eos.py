@@ -32,6 +32,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from kmirror.config import txn as txnconf
+from kmirror.config.model import MirrorConfig
 from kmirror.errors import ClusterError, ConfigError, KmirrorError, MirrorError
 from kmirror.mirror.copier import RecordCopier
 from kmirror.mirror.engine import CopierContext
@@ -57,6 +58,35 @@ def _attempt(call: Callable[..., object], *args: Any) -> BaseException | None:
     except Exception as exc:
         return exc
     return None
+
+
+def refused(config: MirrorConfig, key: Key, code: int, text: str) -> KmirrorError:
+    """The error for a target that refused to initialise a partition's transactional producer
+    (both paths: librdkafka's and the batch path's error codes are Kafka's)."""
+    where = f"{key[0]}[{key[1]}] (transactional.id {txnconf.transactional_id(config, *key)})"
+    if code == KafkaError.INVALID_TRANSACTION_TIMEOUT:
+        return ConfigError(
+            f"exactly-once: the target refused transactions for {where}: {text}. The "
+            f"producer's {txnconf.TIMEOUT_KEY} ({txnconf.timeout_ms(config)}) is above "
+            "the target broker's transaction.max.timeout.ms: lower transaction.timeout.ms "
+            "in the producer config (and offset.commit.interval.ms below it) or raise "
+            "transaction.max.timeout.ms on the target brokers. Nothing was committed"
+        )
+    if code in (
+        KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    ):
+        return ClusterError(
+            f"exactly-once: not authorized to use transactions on the target for {where}: "
+            f"{text}. Grant WRITE and DESCRIBE on transactional ids "
+            f"'kmirror-{config.group_id}-' (prefixed) and IDEMPOTENT_WRITE on the "
+            "cluster. Nothing was committed"
+        )
+    return ClusterError(
+        f"exactly-once: could not initialise the transactional producer for {where}: "
+        f"{text}. Does the target support transactions (Kafka >= 0.11, enough brokers "
+        "for transaction.state.log.replication.factor)? Nothing was committed"
+    )
 
 
 class _Txn:
@@ -121,32 +151,7 @@ class TransactionalCopier(RecordCopier):
         return t
 
     def _refused(self, key: Key, err: KafkaError) -> KmirrorError:
-        where = (
-            f"{key[0]}[{key[1]}] (transactional.id {txnconf.transactional_id(self._config, *key)})"
-        )
-        if err.code() == KafkaError.INVALID_TRANSACTION_TIMEOUT:
-            return ConfigError(
-                f"exactly-once: the target refused transactions for {where}: {err.str()}. The "
-                f"producer's {txnconf.TIMEOUT_KEY} ({txnconf.timeout_ms(self._config)}) is above "
-                "the target broker's transaction.max.timeout.ms: lower transaction.timeout.ms "
-                "in the producer config (and offset.commit.interval.ms below it) or raise "
-                "transaction.max.timeout.ms on the target brokers. Nothing was committed"
-            )
-        if err.code() in (
-            KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            KafkaError.CLUSTER_AUTHORIZATION_FAILED,
-        ):
-            return ClusterError(
-                f"exactly-once: not authorized to use transactions on the target for {where}: "
-                f"{err.str()}. Grant WRITE and DESCRIBE on transactional ids "
-                f"'kmirror-{self._config.group_id}-' (prefixed) and IDEMPOTENT_WRITE on the "
-                "cluster. Nothing was committed"
-            )
-        return ClusterError(
-            f"exactly-once: could not initialise the transactional producer for {where}: "
-            f"{err.str()}. Does the target support transactions (Kafka >= 0.11, enough brokers "
-            "for transaction.state.log.replication.factor)? Nothing was committed"
-        )
+        return refused(self._config, key, err.code(), err.str())
 
     def revoke(self, keys: Iterable[Key]) -> None:
         keys = list(keys)

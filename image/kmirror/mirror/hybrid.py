@@ -21,7 +21,6 @@ offset is the exact position where the batch path starts.
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import Iterable, Mapping
@@ -29,12 +28,9 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from kmirror.config.model import MirrorConfig
-from kmirror.errors import ConfigError
 from kmirror.mirror.batch.copier import SMALL_BATCH_RECORDS, BatchCopier
-from kmirror.mirror.batch.settings import connection_args
 from kmirror.mirror.copier import RecordCopier
-from kmirror.mirror.engine import CopierContext, CopierFactory, Key
+from kmirror.mirror.engine import CopierContext, Key
 
 log = logging.getLogger(__name__)
 
@@ -43,42 +39,6 @@ PROBE_BACKOFF_S = 30.0  # first wait before a record-path partition tries the ba
 MAX_PROBE_BACKOFF_S = 600.0
 BOTH_WAIT_S = 0.02  # the batch step's wait while the record path also has partitions
 OFFSETS_TIMEOUT_S = 30
-
-
-def engine_for(config: MirrorConfig, *, announce: bool = True) -> CopierFactory:
-    """The copier factory for config.engine. `batch` refuses what the batch path cannot do
-    (ConfigError naming the fix); `auto` takes the record path for it, with one log line
-    (`announce`: the supervisor's; its streams ask again quietly)."""
-    if config.engine == "record":
-        return RecordCopier
-    why = None
-    if config.exactly_once:
-        why = "--exactly-once writes through transactional producers (the record path)"
-    elif not config.keeps_partitions:  # ("batch" with hash is refused by the config model)
-        why = "--partitioning hash re-partitions records"
-    elif config.dr.provenance_header:
-        why = "the provenance header changes every record's headers"
-    elif not config.abort_on_send_failure:
-        why = (
-            "abort.on.send.failure=false: the batch path does not yet re-send refused batches "
-            "from the last commit"
-        )
-    else:
-        try:
-            connection_args(config.consumer_conf(), "source", 1)
-            connection_args(config.producer_conf(), "target", 1)
-        except ConfigError as exc:
-            why = str(exc)
-    if why is not None:
-        if config.engine == "batch":
-            raise ConfigError(
-                f"--engine batch cannot copy this mirror: {why}. Use --engine auto (the "
-                "record path where batches cannot be copied) or --engine record"
-            )
-        if announce:
-            log.info("engine auto: the record path copies everything (%s)", why)
-        return RecordCopier
-    return functools.partial(HybridCopier, adaptive=config.engine == "auto")
 
 
 @dataclass
@@ -98,6 +58,7 @@ class Router:
     checks: int = ROUTE_CHECKS
     routes: dict[Key, Route] = field(default_factory=dict)
     batched: set[Key] = field(default_factory=set)  # the keys on the batch path (per step)
+    probe: bool = True  # record-path partitions try the batch path again after a backoff
 
     def add(self, key: Key) -> None:
         self.routes[key] = Route()
@@ -138,6 +99,8 @@ class Router:
 
     def due(self, now: float) -> list[Key]:
         """Record-path partitions whose next try of the batch path is due."""
+        if not self.probe:
+            return []
         return sorted(k for k, r in self.routes.items() if not r.batch and r.probe_at <= now)
 
     def batch_keys(self) -> list[Key]:
@@ -149,15 +112,21 @@ class HybridCopier:
         self._ctx = ctx
         self._consumer = ctx.consumer
         self._book = ctx.book
-        self._record = RecordCopier(ctx)
+        self._record = self._record_copier(ctx)
         self._record.only = set()
-        self._batch = BatchCopier(ctx.config, ctx.book, ctx.metrics)
+        self._batch = self._batch_copier(ctx)
         self.router = Router(adaptive)
         self._wait_s = ctx.consume_timeout_s
         self._pause: set[Key] = set()  # batch-path partitions the consumer must hold still
         self._seek: dict[Key, int] = {}  # record-path partitions waiting for their seek
         self._clean = False  # the last flush found nothing outstanding, nothing sent since
         ctx.metrics.stats.elsewhere = self._batch_lag
+
+    def _record_copier(self, ctx: CopierContext) -> RecordCopier:
+        return RecordCopier(ctx)
+
+    def _batch_copier(self, ctx: CopierContext) -> BatchCopier:
+        return BatchCopier(ctx.config, ctx.book, ctx.metrics)
 
     # -- the Copier shape ----------------------------------------------------------------------
 
@@ -190,8 +159,7 @@ class HybridCopier:
             both = bool(self._record.only)
             self._batch.step(BOTH_WAIT_S if both else self._wait_s)
             for key, fallback in self._batch.take_fallbacks().items():
-                self.router.to_record(key, time.monotonic())
-                self._to_record(key, fallback.offset)
+                self._fall_back(key, fallback.offset)
             # The consumer still serves the group (callbacks) and the record path: no wait.
             self._record.consume_timeout_s = 0.0
         else:
@@ -247,6 +215,11 @@ class HybridCopier:
         for key, offset in committed.items():
             self._book[key].committed = offset  # assign() opened the book afresh
         self._pause.update(positions)
+
+    def _fall_back(self, key: Key, offset: int) -> None:
+        """The batch path let this partition go at `offset`: the record path continues."""
+        self.router.to_record(key, time.monotonic())
+        self._to_record(key, offset)
 
     def _to_record(self, key: Key, offset: int) -> None:
         """The record path copies this partition from `offset` (the batch path let it go)."""

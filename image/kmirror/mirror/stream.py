@@ -6,7 +6,8 @@ every acknowledgement into the progress book. Every offset.commit.interval.ms, o
 on shutdown the copier is flushed, and only if every record sent so far was acknowledged are
 the book's acknowledged source offsets committed. A commit can never run ahead of the target.
 Any send failure means: commit nothing more; abort (exit 1) or rewind and retry.
---exactly-once: the copier writes transactions and the commit is theirs (mirror/eos.py).
+--exactly-once: the copier writes transactions and the commit is theirs (engine.Transactional:
+mirror/eos.py on the record path, mirror/eos_hybrid.py on --engine batch|auto).
 
     Stream.run ── Subscription (group membership, topics, start offsets)
                ├─ Copier (RecordCopier: consume, produce, delivery reports)
@@ -32,7 +33,14 @@ from kmirror.mirror import latch as rules
 from kmirror.mirror.bounded import run_bounded
 from kmirror.mirror.connect import CONNECT_TIMEOUT_S, await_metadata
 from kmirror.mirror.copier import RecordCopier
-from kmirror.mirror.engine import DEFAULT_TUNING, Copier, CopierContext, CopierFactory, Tuning
+from kmirror.mirror.engine import (
+    DEFAULT_TUNING,
+    Copier,
+    CopierContext,
+    CopierFactory,
+    Transactional,
+    Tuning,
+)
 from kmirror.mirror.eos import TransactionalCopier
 from kmirror.mirror.latch import FailureLatch
 from kmirror.mirror.progress import ProgressBook
@@ -75,7 +83,7 @@ class Stream:
         self._consumer: Consumer | None = None
         self._subs: Subscription | None = None
         self._copier: Copier | None = None
-        self._txn: TransactionalCopier | None = None  # the copier, under exactly-once
+        self._txn: Transactional | None = None  # the copier, under exactly-once
         self._last_commit = time.monotonic()
         # The loop was stopped while re-sending failed records (they are not all on the target).
         self._stopped_retrying = False
@@ -103,7 +111,9 @@ class Stream:
                 self.state,
                 self._id,
             )
-            factory = TransactionalCopier if self._config.exactly_once else self._engine
+            factory = self._engine
+            if self._config.exactly_once and factory is RecordCopier:
+                factory = TransactionalCopier  # the record path's exactly-once copier
             self._copier = factory(
                 CopierContext(
                     self._config,
@@ -120,7 +130,7 @@ class Stream:
                     consume_timeout_s=self._tuning.consume_timeout_s,
                 )
             )
-            if isinstance(self._copier, TransactionalCopier):
+            if isinstance(self._copier, Transactional):
                 self._txn = self._copier
         return self._consumer, self._subs, self._copier
 

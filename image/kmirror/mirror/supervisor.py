@@ -33,7 +33,7 @@ from kmirror.logsetup import configure_for
 from kmirror.metrics.aggregate import StreamsCollector, snapshot
 from kmirror.metrics.http import HealthServer
 from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.hybrid import engine_for
+from kmirror.mirror.engines import engine_for
 from kmirror.mirror.lifeline import (
     ParentWatch,
     SnapshotQueue,

@@ -9,7 +9,8 @@ import pytest
 from kmirror.config.model import ClusterConfig, DrConfig, MirrorConfig
 from kmirror.errors import ConfigError
 from kmirror.mirror.copier import RecordCopier
-from kmirror.mirror.hybrid import PROBE_BACKOFF_S, HybridCopier, Router, engine_for
+from kmirror.mirror.engines import engine_for
+from kmirror.mirror.hybrid import PROBE_BACKOFF_S, HybridCopier, Router
 
 pytestmark = pytest.mark.unit
 

@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import kafka.errors as kerrors
 
@@ -103,13 +104,14 @@ class BatchCopier:
             max_bytes=fetch_max_bytes,
             partition_max_bytes=partition_max,
         )
-        self._session = ProducerSession(
-            self._target,
-            max_in_flight=max_in_flight,
-            request_timeout_ms=int(pconf.get("request.timeout.ms", "30000")),
-            delivery_timeout_s=int(pconf.get("message.timeout.ms", "60000")) / 1000,
-            on_error=self._count_error,
-        )
+        # Kept for more sessions of the same shape (exactly-once: one per partition, txn.py).
+        self._session_args: dict[str, Any] = {
+            "max_in_flight": max_in_flight,
+            "request_timeout_ms": int(pconf.get("request.timeout.ms", "30000")),
+            "delivery_timeout_s": int(pconf.get("message.timeout.ms", "60000")) / 1000,
+            "on_error": self._count_error,
+        }
+        self._session = ProducerSession(self._target, **self._session_args)
         self._max_queue = max_in_flight * 2
         self._targets: dict[Key, Key] = {}
         self._stopping: dict[Key, Fallback] = {}

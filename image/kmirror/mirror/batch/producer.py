@@ -67,6 +67,8 @@ class Queue:
 
 
 class ProducerSession:
+    transactional_id: str | None = None  # set by a transactional session (batch/txn.py)
+
     def __init__(
         self,
         link: Link,
@@ -194,7 +196,7 @@ class ProducerSession:
                 continue
             by_node.setdefault(node, []).append(q)
         for node, queues in by_node.items():
-            while self._link.in_flight(node) < self._max_in_flight:
+            while self._room(node):
                 items = [
                     (q, q.items[q.sent])
                     for q in queues
@@ -204,10 +206,20 @@ class ProducerSession:
                     break
                 self._send(node, items)
 
+    def _room(self, node: int) -> bool:
+        """May another request go to this node now? (The connection's requests: ours.)"""
+        return bool(self._link.in_flight(node) < self._max_in_flight)
+
     def _send(self, node: int, items: list[tuple[Queue, Pending]]) -> None:
         topics: dict[str, list[Any]] = {}
         for q, p in items:
-            data = rewrite(p.batch, self.producer_id, self.epoch, p.sequence)
+            data = rewrite(
+                p.batch,
+                self.producer_id,
+                self.epoch,
+                p.sequence,
+                transactional=self.transactional_id is not None,
+            )
             topics.setdefault(q.topic, []).append(
                 ProduceRequest.TopicProduceData.PartitionProduceData(
                     index=q.partition, records=bytes(data)
@@ -216,7 +228,7 @@ class ProducerSession:
             q.sent += 1
             q.in_flight += 1
         request = ProduceRequest(
-            transactional_id=None,
+            transactional_id=self.transactional_id,
             acks=-1,
             timeout_ms=self._request_timeout_ms,
             topic_data=[

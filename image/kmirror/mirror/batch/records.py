@@ -127,14 +127,24 @@ def split(data: bytes | memoryview) -> tuple[list[Batch], int]:
     return batches, 0
 
 
-def rewrite(batch: Batch, producer_id: int, producer_epoch: int, base_sequence: int) -> bytearray:
+def rewrite(
+    batch: Batch,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    *,
+    transactional: bool = False,
+) -> bytearray:
     """The batch as our idempotent producer sends it: base offset 0, our producer id, epoch
-    and sequence, not transactional (the source's committed transactions are copied as plain
-    records; aborted ones are not copied at all), a fresh CRC32C."""
+    and sequence, a fresh CRC32C. Transactional only when our own producer writes in
+    transactions (--exactly-once, batch/txn.py): the source's committed transactions are
+    copied as plain records, aborted ones not at all."""
     out = bytearray(batch.data)
     _PREFIX.pack_into(out, 0, 0, len(out) - LOG_OVERHEAD)
     struct.pack_into(">i", out, 12, -1)  # partitionLeaderEpoch: the target's leader sets it
     attributes = batch.attributes & ~TRANSACTIONAL_MASK
+    if transactional:
+        attributes |= TRANSACTIONAL_MASK
     struct.pack_into(">h", out, ATTRIBUTES_OFFSET, attributes)
     _PRODUCER.pack_into(out, PRODUCER_OFFSET, producer_id, producer_epoch, base_sequence)
     _CRC.pack_into(out, CRC_OFFSET, crc32c.crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))

@@ -1,0 +1,329 @@
+"""Exactly-once on the batch path: the batch copier with one transaction per source partition.
+
+The design is the record path's (kmirror.mirror.eos, docs/architecture.md "Exactly-once"):
+each source partition has its own transactional id, `kmirror-<group.id>-<topic>-<partition>`
+(the same on both paths, so a batch-path and a record-path owner fence each other). `open`
+runs InitProducerId for each new partition before the stream reads its progress record: the
+coordinator bumps the epoch and aborts the previous owner's open transaction. Copied batches
+go out under that producer id and epoch with the transactional bit set (batch/txn.py), after
+AddPartitionsToTxn put their target partition into the partition's transaction. At a commit
+point `commit` writes each partition's progress record as a transactional batch into the
+progress topic, in the same transaction, and ends it with EndTxn(commit): the records and the
+position that says they were copied become visible together or not at all.
+
+A fencing answer (PRODUCER_FENCED / INVALID_PRODUCER_EPOCH from a produce, add or end) means
+another owner took the partition: it is dropped as on the record path (fetching stops, its
+book is closed, nothing of it is committed) until the group hands it out again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kmirror.config import txn as txnconf
+from kmirror.config.model import MirrorConfig
+from kmirror.errors import MirrorError, SendError
+from kmirror.metrics.worker import WorkerMetrics
+from kmirror.mirror.batch.copier import BatchCopier
+from kmirror.mirror.batch.producer import Pending, ProducerSession
+from kmirror.mirror.batch.txn import (
+    FENCING,
+    Coordinators,
+    ProgressPending,
+    TxnSession,
+    add_error,
+    error_name,
+    init_request,
+    progress_batch,
+)
+from kmirror.mirror.eos import INIT_TIMEOUT_S, refused
+from kmirror.mirror.progress import ProgressBook, encode_record
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int]
+ABORT_TIMEOUT_S = 5.0
+
+
+class Sessions(ProducerSession):
+    """The batch copier's producer session, split by source partition: each target partition
+    goes to the TxnSession of the source partition it is copied from."""
+
+    def __init__(self, copier: TransactionalBatchCopier, **args: Any) -> None:
+        super().__init__(copier._target, **args)
+        self._coordinators = copier.coordinators
+        self.by_source: dict[Key, TxnSession] = {}
+        self.sources: dict[Key, Key] = {}  # target partition -> source partition
+
+    def _of(self, target: Key) -> TxnSession | None:
+        source = self.sources.get(target)
+        return None if source is None else self.by_source.get(source)
+
+    def enqueue(self, target: Key, pending: Pending) -> None:
+        session = self._of(target)
+        if session is None:
+            raise MirrorError(f"exactly-once: no transaction for target {target[0]}[{target[1]}]")
+        session.enqueue(target, pending)
+
+    def last(self, target: Key) -> Pending | None:
+        session = self._of(target)
+        return None if session is None else session.last(target)
+
+    def queued(self, target: Key) -> int:
+        session = self._of(target)
+        return 0 if session is None else session.queued(target)
+
+    def drop(self, target: Key) -> None:
+        session = self._of(target)
+        if session is not None:
+            session.drop(target)
+
+    @property
+    def unacknowledged(self) -> int:
+        return sum(s.unacknowledged for s in self.by_source.values() if not s.fenced)
+
+    def send(self) -> None:
+        self._add()
+        for session in self.by_source.values():
+            session.send()
+
+    def take(self) -> list[Pending]:
+        return [
+            p
+            for s in self.by_source.values()
+            for p in s.take()
+            if not isinstance(p, ProgressPending)  # the progress record: not a source batch
+        ]
+
+    def check(self) -> None:
+        for session in self.by_source.values():
+            session.check()
+
+    def _add(self) -> None:
+        """AddPartitionsToTxn for every partition whose next batch needs it, all at once."""
+        wanted = {
+            s.tid: (s, keys)
+            for s in self.by_source.values()
+            if s.producer_id >= 0 and not s.fenced and (keys := s.to_add())
+        }
+        if not wanted:
+            return
+        deadline = time.monotonic() + self._request_timeout_ms / 1000
+        results = self._coordinators.calls(
+            {tid: s.add_request(keys) for tid, (s, keys) in wanted.items()}, add_error, deadline
+        )
+        for tid, (session, keys) in wanted.items():
+            code, _ = results[tid]
+            if code == 0:
+                session.added.update(keys)
+            elif code in FENCING:
+                session.fenced = True
+            else:
+                raise SendError(
+                    f"exactly-once: the target did not add {keys} to the transaction of "
+                    f"{tid} ({error_name(code)}). Nothing of it is visible; a restart resumes "
+                    "from the last commit"
+                )
+
+
+class TransactionalBatchCopier(BatchCopier):
+    """BatchCopier whose partitions each write in their own transaction (see the module doc)."""
+
+    def __init__(
+        self, config: MirrorConfig, book: ProgressBook, metrics: WorkerMetrics | None = None
+    ) -> None:
+        super().__init__(config, book, metrics)
+        self._config = config
+        self.progress_topic = config.progress_topic
+        self.coordinators = Coordinators(self._target, self._poll)
+        self._sessions = Sessions(self, **self._session_args)
+        self._session = self._sessions
+        self._target.want({self.progress_topic})
+        self._committed: dict[Key, int] = {}  # acked offset of the last committed record
+
+    def _poll(self, seconds: float) -> None:
+        self._net.poll(timeout_ms=max(seconds, 0.0) * 1000)
+
+    # -- ownership -----------------------------------------------------------------------------
+
+    def open(self, keys: Iterable[Key]) -> None:
+        """A transactional producer id per new partition: fences its previous owner (of
+        either path) and completes its open transaction, so the progress record read next
+        is final. ConfigError/ClusterError when the target refuses transactions."""
+        self._start()
+        new = {
+            k: TxnSession(
+                self._target, txnconf.transactional_id(self._config, *k), **self._session_args
+            )
+            for k in keys
+            if k not in self._sessions.by_source
+        }
+        if not new:
+            return
+        timeout = txnconf.timeout_ms(self._config)
+        results = self.coordinators.calls(
+            {s.tid: init_request(s.tid, timeout) for s in new.values()},
+            lambda r: int(r.error_code),
+            time.monotonic() + INIT_TIMEOUT_S,
+        )
+        for key, session in new.items():
+            code, response = results[session.tid]
+            if code != 0:
+                raise refused(self._config, key, code, error_name(code))
+            session.start(int(response.producer_id), int(response.producer_epoch))
+            self._sessions.by_source[key] = session
+            self._committed.pop(key, None)
+
+    def assign(self, partitions: Mapping[Key, tuple[str, int]]) -> None:
+        for key, (target_topic, _) in partitions.items():
+            if key not in self._sessions.by_source:
+                raise MirrorError(
+                    f"exactly-once: {key[0]}[{key[1]}] assigned without its transaction"
+                )
+            self._sessions.sources[(target_topic, key[1])] = key
+        super().assign(partitions)
+
+    def revoke(self, keys: Iterable[Key]) -> None:
+        """After the stream's commit (or for lost partitions): what is still open is aborted."""
+        keys = list(keys)
+        super().revoke(keys)
+        self._end_all([k for k in keys if k in self._sessions.by_source], commit=False)
+        for key in keys:
+            self._forget(key)
+
+    def handover(self, book: ProgressBook, key: Key, timeout: float) -> bool:
+        """Commit the partition's transaction (it stopped for the record path) and let its
+        session go; the record path's producer takes the transactional id over. False when
+        it was fenced meanwhile (dropped)."""
+        done = self._commit(book, [key], time.monotonic() + timeout)
+        self._forget(key)
+        return key in done
+
+    def close(self) -> None:
+        try:
+            if self._started:
+                self._end_all(list(self._sessions.by_source), commit=False)
+        finally:
+            super().close()
+
+    def _forget(self, key: Key) -> None:
+        session = self._sessions.by_source.pop(key, None)
+        if session is not None:
+            session.forget()
+        self._sessions.sources = {t: s for t, s in self._sessions.sources.items() if s != key}
+        self._committed.pop(key, None)
+
+    # -- copying -------------------------------------------------------------------------------
+
+    def step(self, timeout_s: float) -> int:
+        count = super().step(timeout_s)
+        self._reap()
+        return count
+
+    def flush(self, timeout_s: float) -> bool:
+        done = super().flush(timeout_s)
+        self._reap()
+        return done
+
+    def _reap(self) -> None:
+        """Drop fenced partitions (another stream owns them now)."""
+        for key, session in list(self._sessions.by_source.items()):
+            if not session.fenced:
+                continue
+            log.error(
+                "exactly-once: %s[%d] was fenced (another stream owns it now); its open "
+                "transaction is aborted, nothing of it becomes visible. Dropping the partition",
+                key[0],
+                key[1],
+            )
+            self._fetcher.remove(key)
+            target = self._targets.pop(key, None)
+            if target is not None:
+                session.drop(target)
+            self._stopping.pop(key, None)
+            self._fallbacks.pop(key, None)
+            self._book.close(*key)
+            self._forget(key)
+
+    # -- committing ----------------------------------------------------------------------------
+
+    def commit(self, book: ProgressBook, keys: Iterable[Key], timeout: float) -> dict[Key, int]:
+        """After a clean flush: each partition's progress record into its transaction, then
+        EndTxn(commit). Returns the source offsets now committed on the target (fenced
+        partitions are left out and dropped)."""
+        wanted = set(keys) | {k for k, s in self._sessions.by_source.items() if s.open}
+        return self._commit(book, sorted(wanted), time.monotonic() + timeout)
+
+    def _commit(self, book: ProgressBook, keys: list[Key], deadline: float) -> dict[Key, int]:
+        self._reap()
+        done: dict[Key, int] = {}
+        todo: dict[Key, int] = {}
+        for key in keys:
+            session, pb = self._sessions.by_source.get(key), book.get(*key)
+            if session is None or session.fenced or pb is None or pb.acked < 0:
+                continue
+            if not session.open and self._committed.get(key) == pb.acked:
+                done[key] = pb.acked  # nothing new since the last commit
+                continue
+            record_key, value = encode_record(key[0], key[1], pb)
+            batch = progress_batch(record_key, value)
+            session.enqueue((self.progress_topic, 0), ProgressPending(key, batch, pb.acked))
+            todo[key] = pb.acked
+        if not todo:
+            return done
+        sessions = {k: self._sessions.by_source[k] for k in todo}
+        self._start()
+        while any(s.unacknowledged and not s.fenced for s in sessions.values()):
+            if time.monotonic() >= deadline:
+                raise MirrorError(
+                    "exactly-once: the target did not acknowledge the progress records within "
+                    "the flush timeout. The open transactions stay invisible; a restart "
+                    "resumes from the last committed progress records"
+                )
+            self._turn(min(0.1, deadline - time.monotonic()), fetch=False)
+        ended = self._end_all([k for k, s in sessions.items() if not s.fenced], True, deadline)
+        for key in ended:
+            done[key] = self._committed[key] = todo[key]
+        self._reap()
+        return done
+
+    def _end_all(self, keys: list[Key], commit: bool, deadline: float | None = None) -> list[Key]:
+        """EndTxn for these partitions' open transactions, all at once. Returns the keys whose
+        transaction ended. A failed commit is a MirrorError; a failed abort is left to the
+        next owner's InitProducerId (or the transaction timeout)."""
+        sessions = {k: s for k in keys if (s := self._sessions.by_source[k]).open}
+        if deadline is None:
+            deadline = time.monotonic() + ABORT_TIMEOUT_S
+        results = self.coordinators.calls(
+            {s.tid: s.end_request(commit) for s in sessions.values()},
+            lambda r: int(r.error_code),
+            deadline,
+        )
+        ended = []
+        for key, session in sessions.items():
+            code, _ = results[session.tid]
+            if code == 0:
+                session.added.clear()
+                ended.append(key)
+            elif code in FENCING:
+                session.fenced = True
+            elif commit:
+                raise MirrorError(
+                    f"exactly-once: committing the transaction of {key[0]}[{key[1]}] failed "
+                    f"({error_name(code)}). Its records stay invisible; a restart resumes "
+                    "from the last committed progress record"
+                )
+            else:
+                log.warning(
+                    "exactly-once: aborting the transaction of %s[%d] failed (%s); the next "
+                    "owner or the transaction timeout aborts it",
+                    key[0],
+                    key[1],
+                    error_name(code),
+                )
+            if not commit:
+                session.forget()
+        return ended

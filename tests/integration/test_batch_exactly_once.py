@@ -1,0 +1,190 @@
+"""Exactly-once on the batch path (`--engine batch --exactly-once`) against the real clusters:
+source batches arrive byte for byte inside the target's transactions, a read_committed
+consumer sees each source record once, aborted source transactions are not copied, a
+compacted stretch moves to the record path's transactions at the exact offset, and a
+partition's transactional id fences its previous owner whichever path either of them runs.
+
+kill -9 and the SIGSTOP zombie on this path: test_exactly_once.py's scenarios, parametrized
+by engine there."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaException, Producer
+
+from kmirror.config import txn as txnconf
+from kmirror.config.model import MirrorConfig
+from kmirror.mirror.batch.records import HEADER_SIZE, TRANSACTIONAL_MASK
+from kmirror.mirror.batch.transactional import TransactionalBatchCopier
+from kmirror.mirror.eos import FENCED
+from kmirror.mirror.progress import ProgressBook
+from tests.conftest import MakeTopic
+from tests.integration.batchcopy import mirror_config, raw_batches
+from tests.integration.test_batch_copier import _transactions, records
+from tests.integration.test_exactly_once import assert_exactly_once, committed_all, eos_args
+from tests.kafkatools import (
+    Clusters,
+    compacted_source,
+    consume_all,
+    end_offsets,
+    produce,
+    wait_until,
+)
+from tests.mirrorproc import MirrorProcess
+
+pytestmark = pytest.mark.integration
+
+
+def run_batch_eos(tmp_path: Path, clusters: Clusters, group: str, topic: str) -> MirrorProcess:
+    args = [*eos_args(tmp_path, clusters, group, topic), "--engine", "batch"]
+    return MirrorProcess(args, tmp_path / "mirror.log")
+
+
+def mirror_until_committed(tmp_path: Path, clusters: Clusters, group: str, topic: str) -> str:
+    """Mirror the topic to its end with the batch path under exactly-once; the mirror's log."""
+    with run_batch_eos(tmp_path, clusters, group, topic) as m:
+        wait_until(lambda: committed_all(clusters, group, topic), 90, 0.3, "all committed")
+        assert m.stop() == 0, m.log
+    return m.log
+
+
+def test_batches_arrive_byte_for_byte_inside_transactions(
+    tmp_path: Path, clusters: Clusters, make_topic: MakeTopic, unique_name: Callable[[str], str]
+) -> None:
+    topic = make_topic(clusters.source_bootstrap, partitions=2)
+    produce(clusters.source_bootstrap, topic, records(3000), **{"compression.type": "lz4"})
+    log = mirror_until_committed(tmp_path, clusters, unique_name("g"), topic)
+    assert "the record path continues" not in log, log
+    assert_exactly_once(clusters, topic)
+    for p in (0, 1):
+        source = [b for b in raw_batches(clusters.source_bootstrap, topic, p)]
+        target = [b for b in raw_batches(clusters.target_bootstrap, topic, p) if not b.is_control]
+        # The same batches (records, compression, timestamps: every byte after the header),
+        # each written by our transactional producer.
+        assert [bytes(b.data[HEADER_SIZE:]) for b in target] == [
+            bytes(b.data[HEADER_SIZE:]) for b in source
+        ]
+        assert all(b.attributes & TRANSACTIONAL_MASK for b in target)
+        assert {b.codec for b in target} == {"lz4"}
+
+
+def test_aborted_source_transactions_are_not_copied(
+    tmp_path: Path, clusters: Clusters, make_topic: MakeTopic, unique_name: Callable[[str], str]
+) -> None:
+    topic = make_topic(clusters.source_bootstrap, partitions=2)
+    _transactions(clusters.source_bootstrap, topic, [(300, True), (200, False), (300, True)])
+    produce(clusters.source_bootstrap, topic, records(100))
+    mirror_until_committed(tmp_path, clusters, unique_name("g"), topic)
+    assert_exactly_once(clusters, topic)
+    # Not even inside an aborted transaction of ours: they were never sent.
+    everything = consume_all(clusters.target_bootstrap, topic, isolation_level="read_uncommitted")
+    assert len(everything) == 700
+    assert not [r for r in everything if r.value and r.value.startswith(b"aborted")]
+
+
+def test_compacted_stretch_moves_to_the_record_path_transactions_at_the_exact_offset(
+    tmp_path: Path, clusters: Clusters, make_topic: MakeTopic, unique_name: Callable[[str], str]
+) -> None:
+    topic = compacted_source(clusters.source_bootstrap, make_topic)
+    src = consume_all(clusters.source_bootstrap, topic)
+    log = mirror_until_committed(tmp_path, clusters, unique_name("g"), topic)
+    assert "record path's transactional producer continues" in log, log
+    dst = consume_all(clusters.target_bootstrap, topic, isolation_level="read_committed")
+    # The target compacts too (the topic's configs are copied), so it may hold fewer: what it
+    # holds is the source's records in source order, none twice, the latest of each key there.
+    assert len({r.content() for r in dst}) == len(dst)
+    order = {r.content(): i for i, r in enumerate(src)}
+    assert [order[r.content()] for r in dst] == sorted(order[r.content()] for r in dst)
+    latest = {(r.partition, r.key): r.content() for r in src}
+    assert {r.content() for r in dst} >= set(latest.values())
+
+
+# -- fencing, driven directly: two owners of one partition -------------------------------------
+
+
+def _copy_to_end(
+    source: str, copier: TransactionalBatchCopier, book: ProgressBook, key: tuple[str, int]
+) -> int:
+    end = end_offsets(source, key[0])[key[1]]
+    deadline = time.monotonic() + 60
+    while book[key].acked < end:
+        assert time.monotonic() < deadline, f"copying {key} stalled at {book[key].acked}"
+        copier.step(0.1)
+    assert copier.flush(10)
+    return end
+
+
+def _record_path_producer(config: MirrorConfig, key: tuple[str, int]) -> Producer:
+    """What the record path's TransactionalCopier runs for the partition."""
+    producer = Producer(txnconf.producer_conf(config, *key))
+    producer.init_transactions(30)
+    return producer
+
+
+@pytest.mark.parametrize("fencer", ["batch", "record"])
+def test_the_next_owner_fences_the_first_and_nothing_of_it_becomes_visible(
+    clusters: Clusters, make_topic: MakeTopic, fencer: str
+) -> None:
+    src = make_topic(clusters.source_bootstrap, partitions=2)
+    dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
+    produce(clusters.source_bootstrap, src, records(1000))
+    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
+    make_topic(clusters.target_bootstrap, name=config.progress_topic, partitions=1)
+    key = (src, 0)
+    a_book = ProgressBook()
+    a = TransactionalBatchCopier(config, a_book)
+    b_book = ProgressBook()
+    b: TransactionalBatchCopier | None = None
+    try:
+        a.open([key])
+        a.assign({key: (dst, 0)})
+        end = _copy_to_end(
+            clusters.source_bootstrap, a, a_book, key
+        )  # all of partition 0, in A's open transaction
+        if fencer == "batch":
+            b = TransactionalBatchCopier(config, b_book)
+            b.open([key])
+        else:
+            _record_path_producer(config, key)
+        # A is a zombie now: its commit fails as fenced, it drops the partition.
+        assert a.commit(a_book, [key], 30) == {}
+        assert a_book.get(*key) is None
+        assert consume_all(clusters.target_bootstrap, dst) == []
+        if b is not None:
+            # The new owner copies from the (absent) committed position: every record once.
+            b.assign({key: (dst, 0)})
+            _copy_to_end(clusters.source_bootstrap, b, b_book, key)
+            assert b.commit(b_book, [key], 30) == {key: end}
+            source = [r.content() for r in consume_all(clusters.source_bootstrap, src)]
+            target = [r.content() for r in consume_all(clusters.target_bootstrap, dst)]
+            assert target == [c for c in source if c[0] == 0]
+    finally:
+        a.close()
+        if b is not None:
+            b.close()
+
+
+def test_a_batch_path_owner_fences_a_record_path_producer(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    src = make_topic(clusters.source_bootstrap, partitions=1)
+    dst = make_topic(clusters.target_bootstrap, name=src, partitions=1)
+    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
+    key = (src, 0)
+    zombie = _record_path_producer(config, key)
+    zombie.begin_transaction()
+    zombie.produce(dst, b"zombie", partition=0)
+    zombie.flush(30)
+    owner = TransactionalBatchCopier(config, ProgressBook())
+    try:
+        owner.open([key])  # fences the record-path producer and aborts its transaction
+        with pytest.raises(KafkaException) as info:
+            zombie.commit_transaction(30)
+        assert info.value.args[0].code() in FENCED
+        assert consume_all(clusters.target_bootstrap, dst) == []
+    finally:
+        owner.close()

@@ -1,0 +1,167 @@
+"""The batch path's transactional pieces that need no broker: the transactional header
+rewrite, the progress record's batch, AddPartitionsToTxn outcomes, what a session sends, and
+how coordinator round trips retry (a scripted cluster: no Kafka is mocked for mirroring)."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kafka.future import Future
+from kafka.record.default_records import DefaultRecordBatch
+
+from kmirror.mirror.batch.producer import Pending
+from kmirror.mirror.batch.records import rewrite, split
+from kmirror.mirror.batch.txn import (
+    Coordinators,
+    ProgressPending,
+    TxnSession,
+    add_error,
+    init_request,
+    progress_batch,
+)
+from tests.unit.mirror.batch.helpers import build
+
+pytestmark = pytest.mark.unit
+
+
+def test_transactional_rewrite_sets_the_bit_under_our_producer_and_keeps_the_records() -> None:
+    source = build([0, 1, 2], base_offset=500, producer_id=9)
+    (batch,), _ = split(source)
+    out = DefaultRecordBatch(bytes(rewrite(batch, 4242, 7, 30, transactional=True)))
+    assert out.validate_crc()
+    assert out.is_transactional and not out.is_control_batch
+    assert (out.producer_id, out.producer_epoch, out.base_sequence) == (4242, 7, 30)
+    assert bytes(rewrite(batch, 4242, 7, 30, transactional=True))[61:] == source[61:]
+
+
+def test_progress_batch_is_one_record_with_the_key_and_value() -> None:
+    batch = progress_batch(b'{"topic":"t","partition":3}', b'{"format":1,"acked":42}')
+    assert (batch.magic, batch.record_count, batch.dense) == (2, 1, True)
+    out = DefaultRecordBatch(bytes(rewrite(batch, 5, 1, 0, transactional=True)))
+    assert out.validate_crc() and out.is_transactional
+    (record,) = list(out)
+    assert record.key == b'{"topic":"t","partition":3}'
+    assert record.value == b'{"format":1,"acked":42}'
+
+
+def _add_response(*codes: int) -> Any:
+    parts = [
+        SimpleNamespace(partition_index=i, partition_error_code=c) for i, c in enumerate(codes)
+    ]
+    return SimpleNamespace(
+        results_by_topic_v3_and_below=[SimpleNamespace(name="t", results_by_partition=parts)]
+    )
+
+
+@pytest.mark.parametrize(
+    ("codes", "expected"),
+    [
+        ((0, 0), 0),
+        ((55, 90), 90),  # the real cause, not "not attempted because another failed"
+        ((90, 55), 90),
+        ((55, 55), 55),
+        ((51,), 51),
+    ],
+)
+def test_add_partitions_outcome_is_the_real_partition_error(
+    codes: tuple[int, ...], expected: int
+) -> None:
+    assert add_error(_add_response(*codes)) == expected
+
+
+class _NoLink:
+    """A session that is only asked what it would send: it must not touch the network."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"network used: {name}")
+
+
+def _session() -> TxnSession:
+    return TxnSession(
+        _NoLink(),  # type: ignore[arg-type]
+        "kmirror-g-t-0",
+        max_in_flight=5,
+        request_timeout_ms=1000,
+        delivery_timeout_s=60,
+    )
+
+
+def test_a_session_sends_only_into_partitions_its_transaction_holds() -> None:
+    s = _session()
+    assert not s.ready()  # no producer id yet
+    s.start(17, 2)
+    assert s.ready() and not s.open  # nothing queued: nothing to add
+    (batch,), _ = split(build([0, 1]))
+    s.enqueue(("t", 0), Pending(("t", 0), batch, 2))
+    assert s.to_add() == [("t", 0)] and not s.ready()
+    s.added.add(("t", 0))
+    assert s.ready() and s.open
+    s.enqueue(("progress", 0), ProgressPending(("t", 0), progress_batch(b"k", b"v"), 2))
+    assert s.to_add() == [("progress", 0)] and not s.ready()
+    s.fenced = True
+    s.added.add(("progress", 0))
+    assert not s.ready()  # fenced: never sends again
+
+
+def test_a_session_sequences_each_target_partition_from_zero() -> None:
+    s = _session()
+    s.start(17, 2)
+    (batch,), _ = split(build([0, 1, 2]))
+    first, second = Pending(("t", 0), batch, 3), Pending(("t", 0), batch, 6)
+    progress = ProgressPending(("t", 0), progress_batch(b"k", b"v"), 6)
+    s.enqueue(("t", 0), first)
+    s.enqueue(("t", 0), second)
+    s.enqueue(("progress", 0), progress)
+    assert (first.sequence, second.sequence, progress.sequence) == (0, 3, 0)
+
+
+class _Coordinator:
+    """A scripted cluster: FindCoordinator answers, then per request the next error code."""
+
+    def __init__(self, find: list[tuple[int, int]], answers: list[int]) -> None:
+        self.find = find  # (error code, node id) per FindCoordinator
+        self.answers = answers  # error code per InitProducerId
+        self.sent: list[tuple[int, str]] = []  # (node, request name)
+
+    def any_node(self) -> int:
+        return 0
+
+    def send(self, node: int, request: Any) -> Any:
+        name = type(request).__name__
+        self.sent.append((node, name))
+        if name == "FindCoordinatorRequest":
+            code, coordinator = self.find.pop(0)
+            return Future().success(SimpleNamespace(error_code=code, node_id=coordinator))
+        code = self.answers.pop(0)
+        return Future().success(SimpleNamespace(error_code=code, producer_id=7, producer_epoch=1))
+
+
+def _init(link: _Coordinator) -> tuple[int, Any]:
+    coordinators = Coordinators(link, lambda seconds: None)  # type: ignore[arg-type]
+    results = coordinators.calls(
+        {"tx": init_request("tx", 60_000)}, lambda r: int(r.error_code), time.monotonic() + 5
+    )
+    return results["tx"]
+
+
+def test_a_busy_coordinator_is_asked_again_until_it_answers() -> None:
+    link = _Coordinator(find=[(0, 3)], answers=[51, 51, 0])  # CONCURRENT_TRANSACTIONS twice
+    code, response = _init(link)
+    assert (code, response.producer_id) == (0, 7)
+    assert [n for n, name in link.sent if name == "InitProducerIdRequest"] == [3, 3, 3]
+
+
+def test_a_moved_coordinator_is_looked_up_again() -> None:
+    link = _Coordinator(find=[(0, 3), (0, 5)], answers=[16, 0])  # NOT_COORDINATOR, then ok
+    code, _ = _init(link)
+    assert code == 0
+    assert [n for n, name in link.sent if name == "InitProducerIdRequest"] == [3, 5]
+
+
+def test_a_refused_transactional_id_is_final_at_once() -> None:
+    link = _Coordinator(find=[(53, -1)], answers=[])  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert _init(link) == (53, None)
+    assert [name for _, name in link.sent] == ["FindCoordinatorRequest"]

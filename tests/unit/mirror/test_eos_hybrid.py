@@ -1,0 +1,64 @@
+"""Which copier --exactly-once runs on each engine, and the router rule under it (no broker)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kmirror.config.model import ClusterConfig, DrConfig, MirrorConfig
+from kmirror.errors import ConfigError
+from kmirror.mirror.copier import RecordCopier
+from kmirror.mirror.engine import Transactional
+from kmirror.mirror.engines import engine_for
+from kmirror.mirror.eos import TransactionalCopier
+from kmirror.mirror.eos_hybrid import TransactionalHybridCopier
+from kmirror.mirror.hybrid import MAX_PROBE_BACKOFF_S, Router
+
+pytestmark = pytest.mark.unit
+
+
+def eos(**changes: object) -> MirrorConfig:
+    base = MirrorConfig(
+        source=ClusterConfig("source", "127.0.0.1:1"),
+        target=ClusterConfig("target", "127.0.0.1:2"),
+        group_id="g",
+        exactly_once=True,
+    )
+    return dataclasses.replace(base, **changes)
+
+
+@pytest.mark.parametrize("engine", ["batch", "auto"])
+def test_exactly_once_on_the_batch_engines_is_the_transactional_hybrid(engine: str) -> None:
+    assert engine_for(eos(engine=engine)) is TransactionalHybridCopier
+
+
+def test_exactly_once_on_the_record_engine_stays_the_record_path() -> None:
+    # The stream turns the plain record copier into its transactional one under exactly-once.
+    assert engine_for(eos(engine="record")) is RecordCopier
+
+
+def test_auto_takes_the_record_path_for_what_batches_cannot_do_also_under_exactly_once() -> None:
+    assert engine_for(eos(engine="auto", partitioning="hash")) is RecordCopier
+    assert engine_for(eos(engine="auto", dr=DrConfig(provenance_header=True))) is RecordCopier
+
+
+def test_batch_refuses_what_it_cannot_do_also_under_exactly_once() -> None:
+    with pytest.raises(ConfigError, match="--engine batch cannot copy this mirror"):
+        engine_for(eos(engine="batch", dr=DrConfig(provenance_header=True)))
+
+
+def test_both_exactly_once_copiers_have_the_transactional_shape() -> None:
+    # The stream opens (fences) and commits through this shape; the plain copiers lack it.
+    for copier in (TransactionalCopier, TransactionalHybridCopier):
+        assert callable(getattr(copier, "open", None))
+        assert callable(getattr(copier, "commit", None))
+    assert not isinstance(object.__new__(RecordCopier), Transactional)
+
+
+def test_a_router_without_probing_keeps_record_path_partitions_there() -> None:
+    router = Router(adaptive=False, probe=False)
+    router.add(("t", 0))
+    router.to_record(("t", 0), now=0.0)
+    assert router.due(now=MAX_PROBE_BACKOFF_S * 10) == []
+    assert not router.on_batch(("t", 0))
