@@ -13,6 +13,7 @@ mirror/eos.py on the record path, mirror/eos_hybrid.py on --engine batch|auto).
                ├─ Copier (RecordCopier: consume, produce, delivery reports)
                ├─ ProgressBook (per partition: acknowledged, committed, source->target runs)
                │   └─ ProgressStore (the book persisted on the target, written before commits)
+               ├─ Committer (a commit point: progress records, then the source group)
                └─ FailureLatch (what callbacks recorded; stop, rewind or go on)
 """
 
@@ -31,6 +32,7 @@ from kmirror.errors import CommitError
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror import latch as rules
 from kmirror.mirror.bounded import run_bounded
+from kmirror.mirror.commit import Committer
 from kmirror.mirror.connect import CONNECT_TIMEOUT_S, await_metadata
 from kmirror.mirror.copier import RecordCopier
 from kmirror.mirror.engine import (
@@ -75,10 +77,9 @@ class Stream:
         self.state = StreamState()
         self._latch = FailureLatch(config.abort_on_send_failure)
         self._book = ProgressBook()
-        # Where a partition restarts after a failed send: the last commit, or its start.
-        self._restart: dict[Key, int] = {}
         self._topics = TopicManager(config)
         self._store = ProgressStore(config, self._topics)
+        self._committer = Committer(self._book, self._latch, metrics, stream_id)
         self._client_errors: list[KafkaError] = []  # for the start-up check (connect.py)
         self._consumer: Consumer | None = None
         self._subs: Subscription | None = None
@@ -248,7 +249,8 @@ class Stream:
                 self._latch.raise_permanent()
             else:
                 detail = f"{remaining} record(s) still unacknowledged"
-        positions = {k: self._restart[k] for k in subs.assignment if k in self._restart}
+        restart = self._committer.restart
+        positions = {k: restart[k] for k in subs.assignment if k in restart}
         copier.rewind(positions)
         for (topic, partition), offset in positions.items():
             book = self._book.get(topic, partition)
@@ -280,43 +282,7 @@ class Stream:
                 len(self._latch.failures),
             )
             return False
-        # The book's acknowledged offsets (the copier settled them in the flush). Negative: a
-        # partition that started at OFFSET_BEGINNING and has copied nothing yet.
-        todo = {k: o for k, o in self._book.to_commit().items() if o >= 0}
-        if self._txn is not None:
-            return self._commit_transactions(why, todo, timeout)
-        if not todo:
-            return True
-        # The progress records first: a source commit must never run ahead of them, or a
-        # restart would lose the runs behind it.
-        failed = self._store.write(self._book, todo, timeout)
-        if failed is not None:
-            log.warning("not committing (%s): progress record not written: %s", why, failed.str())
-            self._latch.send_failed(self._store.topic, 0, failed)
-            return False
-        if not self._subs.commit(todo):
-            return False
-        self._book.committed(todo)
-        self._restart.update(todo)
-        self._metrics.committed()
-        log.debug("committed (%s) stream=%d partitions=%d", why, self._id, len(todo))
-        return True
-
-    def _commit_transactions(self, why: str, todo: Mapping[Key, int], timeout: float) -> bool:
-        """Exactly-once: the records and progress record of each partition commit together on
-        the target; the source group's commit after it only shows the position (monitoring)."""
-        assert self._txn is not None and self._subs is not None
-        done = self._txn.commit(self._book, todo, timeout)
-        if done:
-            self._book.committed(done)
-            self._restart.update(done)
-            self._metrics.committed()
-            if not self._subs.commit(done):
-                log.info("source group commit (monitoring only) failed (%s)", why)
-        log.debug("transactions committed (%s) stream=%d partitions=%d", why, self._id, len(done))
-        return not self._latch.failures and all(
-            k in done for k in todo if self._book.get(*k) is not None
-        )
+        return self._committer.commit(why, self._subs, self._store, self._txn, timeout)
 
     def _shutdown(self, clean: bool) -> None:
         """Final commit (when clean), leave the group, release the clients; bounded by
@@ -392,7 +358,7 @@ class Stream:
             book = self._book.open(topic, partition, start.offset, old.runs if old else ())
             if start.committed:
                 book.committed = start.offset
-            self._restart[(topic, partition)] = start.offset
+            self._committer.restart[(topic, partition)] = start.offset
         assert self._copier is not None
         self._copier.assign({k: s.offset for k, s in starts.items()})
         return starts
@@ -403,7 +369,7 @@ class Stream:
     def dropped(self, keys: list[Key]) -> None:
         for topic, partition in keys:
             self._book.close(topic, partition)
-            self._restart.pop((topic, partition), None)
+            self._committer.restart.pop((topic, partition), None)
         if self._copier is not None:
             self._copier.revoke(keys)
 

@@ -126,7 +126,7 @@ def test_retrying_failed_sends_reports_liveness_and_rewinds_to_the_last_commit()
     copier = FakeCopier(s._latch, failing=2)
     s._copier = copier  # type: ignore[assignment]
     s._book.open("t", 0, 5).committed = 5
-    s._restart[("t", 0)] = 5
+    s._committer.restart[("t", 0)] = 5
     book = s._book["t", 0]
     book.acknowledge(5, 0, 10, 15)  # acknowledged, but the failed record may lie before it
     s._latch.send_failed("t", 0, KafkaError(KafkaError.REQUEST_TIMED_OUT))
@@ -157,7 +157,7 @@ def test_a_retry_never_settles_the_failed_records_as_acknowledged() -> None:
     s = stream(config(abort_on_send_failure=False), [])
     book = s._book.open("t", 0, 5)
     book.committed = 5
-    s._restart[("t", 0)] = 5
+    s._committer.restart[("t", 0)] = 5
     copier = SettlingCopier(s._latch, book)
     s._copier = copier  # type: ignore[assignment]
     s._latch.send_failed("t", 0, KafkaError(KafkaError._MSG_TIMED_OUT))
@@ -195,7 +195,7 @@ def test_a_stop_is_bounded_when_the_clusters_are_gone() -> None:
 
 def test_a_stop_while_retrying_is_reported() -> None:
     s = stream(config(abort_on_send_failure=False), [])
-    s._restart[("t", 0)] = 5
+    s._committer.restart[("t", 0)] = 5
     s._stop.set()
     s._latch.send_failed("t", 0, KafkaError(KafkaError.REQUEST_TIMED_OUT))
     s._check()
