@@ -43,19 +43,19 @@ lint: venv ## ruff lint + format check, hadolint on the Containerfiles (any find
 typecheck: venv ## mypy --strict on both packages
 	$(VENV)/bin/mypy
 
-# Everything but the long fault variants (make test-faults) and the live-Kubernetes suite
-# (make test-k8s); the short fault scenarios and the benchmark smoke run (make bench-smoke) are in.
-# K8S=1 adds the live-Kubernetes suite (root): pytest starts the Kubernetes build in the
-# background under nice -n 19 as soon as it has collected, runs the k8s tests last, and they
-# wait for the build (tests/k8s/prebuild.py; times in docs/kubernetes.md).
-K8S ?= 0
+# Everything but the long fault variants (make test-faults); the short fault scenarios, the
+# benchmark smoke run (make bench-smoke) and the live-Kubernetes suite are in. For that suite
+# (root) pytest starts the Kubernetes build in the background under nice -n 19 as soon as it has
+# collected, runs the k8s tests last, and they wait for the build (tests/k8s/prebuild.py; times
+# in docs/kubernetes.md). K8S=0 leaves it out (a machine that cannot run Kubernetes).
+K8S ?= 1
 ifeq ($(K8S),1)
 TEST_MARKERS ?= not slow
 else
 TEST_MARKERS ?= not slow and not k8s
 endif
 
-test: setup lint typecheck ## The suite: lint, types, unit, integration, bad input, chart, image, spark, security, short faults (K8S=1: and helm on a live cluster)
+test: setup lint typecheck ## The suite: lint, types, unit, integration, bad input, chart, image, spark, security, short faults, helm on a live Kubernetes (K8S=0: without)
 	$(PYTEST) -m "$(TEST_MARKERS)" --durations=40 $(PYTEST_ARGS)
 
 test-unit: venv ## Pure-logic tests, no broker

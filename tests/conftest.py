@@ -24,7 +24,7 @@ from tests.securecluster import secure_cluster  # noqa: F401 - session fixture
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The k8s tests run last (`make test K8S=1`): the Kubernetes build started below then
+    """The k8s tests run last (`make test`): the Kubernetes build started below then
     has the whole run to use the CPU the other tests leave idle. The sort is stable."""
     items.sort(key=lambda item: item.get_closest_marker("k8s") is not None)
 

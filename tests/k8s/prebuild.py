@@ -1,4 +1,4 @@
-"""The Kubernetes build in the background of a test session (`make test K8S=1`).
+"""The Kubernetes build in the background of a test session (`make test`).
 
 A cold `scripts/k8s/build-binaries` is the long pole of the k8s tests (docs/kubernetes.md:
 Times). When the session has k8s tests and the binaries are not cached, tests/conftest.py starts

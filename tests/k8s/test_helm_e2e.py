@@ -12,7 +12,7 @@ and mirrors the new topic; `helm uninstall` leaves nothing behind.
 The steps depend on each other, so they are one test with named steps (a failure names its
 step). Needs root, podman images (`make image`), helm and the registry (`make go-tools`); the
 cluster comes from scripts/k8s-local (tests/k8s/conftest.py). Run with `make test-k8s` (or
-`make test K8S=1`).
+`make test`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The background Kubernetes build of `make test K8S=1` (tests/k8s/prebuild.py), with a stand-in
+"""The background Kubernetes build of `make test` (tests/k8s/prebuild.py), with a stand-in
 for scripts/k8s/build-binaries: started only when the binaries are not cached, a failed build
 fails the k8s fixture with the build's own output, and the session's end stops a build that
 still runs, with everything it started."""
@@ -34,7 +34,7 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     script.chmod(0o755)
     monkeypatch.setattr(prebuild, "BUILD", script)
     monkeypatch.setattr(prebuild, "LOG", tmp_path / "logs" / "build.log")
-    # Also under `make test K8S=1`, where the session's real build is in these globals.
+    # Also under `make test`, where the session's real build is in these globals.
     monkeypatch.setattr(prebuild, "_build", None)
     monkeypatch.setattr(prebuild, "_started", 0.0)
     monkeypatch.setenv("FAKE_DIR", str(tmp_path))
