@@ -45,11 +45,17 @@ def test_batch_with_hash_partitioning_is_refused_naming_the_fix() -> None:
 def test_auto_takes_the_record_path_for_what_batches_cannot_do() -> None:
     assert engine_for(config(engine="auto", partitioning="hash")) is RecordCopier
     assert engine_for(config(engine="auto", dr=DrConfig(provenance_header=True))) is RecordCopier
-    assert engine_for(config(engine="auto", abort_on_send_failure=False)) is RecordCopier
     kerberos = ClusterConfig(
         "source", "127.0.0.1:1", common={"security.protocol": "SASL_PLAINTEXT"}
     )
     assert engine_for(config(engine="auto", source=kerberos)) is RecordCopier
+
+
+def test_retries_after_refused_sends_stay_on_the_batch_path() -> None:
+    # abort.on.send.failure=false: the hybrid copier re-sends from the last commit itself.
+    for engine in ("batch", "auto"):
+        factory = engine_for(config(engine=engine, abort_on_send_failure=False))
+        assert getattr(factory, "func", None) is HybridCopier
 
 
 def test_batch_refuses_security_settings_it_cannot_do() -> None:
