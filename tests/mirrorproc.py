@@ -35,9 +35,9 @@ __all__ = [
 
 def with_test_engine(args: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
     """`run` argv with `--engine $KMIRROR_TEST_ENGINE` added (the same tests run on either
-    engine: KMIRROR_TEST_ENGINE=batch pytest ...), unless the test chose an engine itself or
-    asks for what the batch path refuses (hash partitioning, the provenance header,
-    OAUTHBEARER, Kerberos, PKCS#12 keystores)."""
+    path: KMIRROR_TEST_ENGINE=record pytest ...; without it, the default engine), unless the
+    test chose an engine itself or asks for what the batch path refuses (hash partitioning,
+    the provenance header, OAUTHBEARER, Kerberos, PKCS#12 keystores)."""
     engine = os.environ.get("KMIRROR_TEST_ENGINE", "").strip()
     merged = {**os.environ, **(env or {})}
     out = [*args]

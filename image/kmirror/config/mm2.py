@@ -39,6 +39,7 @@ from typing import Literal, cast
 from kmirror.config.dr import DR_SETTINGS, dr_from_mm2
 from kmirror.config.model import (
     DEFAULT_CONFIG_EXCLUDES,
+    DEFAULT_ENGINE,
     ENGINES,
     ClusterConfig,
     MirrorConfig,
@@ -228,7 +229,7 @@ def _exactly_once(setting: Callable[[str], str | None], path: str) -> bool:
 
 
 def _engine(value: str | None) -> Literal["record", "batch", "auto"]:
-    engine = (value or "record").strip().lower()
+    engine = (value or DEFAULT_ENGINE).strip().lower()
     if engine not in ENGINES:
         raise ConfigError(f"kmirror.engine must be record, batch or auto, not {value!r}")
     return cast(Literal["record", "batch", "auto"], engine)

@@ -26,7 +26,14 @@ def config(**changes: object) -> MirrorConfig:
 
 
 def test_record_engine_is_the_record_copier() -> None:
-    assert engine_for(config()) is RecordCopier
+    assert engine_for(config(engine="record")) is RecordCopier
+
+
+def test_auto_is_the_default_engine() -> None:
+    assert config().engine == "auto"
+    assert getattr(engine_for(config()), "keywords", None) == {"adaptive": True}
+    # Exactly-once writes through transactional producers: the record path, whatever the engine.
+    assert engine_for(config(exactly_once=True)) is RecordCopier
 
 
 def test_batch_engine_is_the_hybrid_copier() -> None:
