@@ -35,9 +35,9 @@ __all__ = [
 
 def with_test_engine(args: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
     """`run` argv with `--engine $KMIRROR_TEST_ENGINE` added (the same tests run on either
-    engine: KMIRROR_TEST_ENGINE=batch pytest ...), unless the test chose an engine itself or
-    asks for what the batch path refuses (hash partitioning, the provenance header, retries
-    after refused sends, OAUTHBEARER, Kerberos, PKCS#12 keystores)."""
+    path: KMIRROR_TEST_ENGINE=record pytest ...; without it, the default engine), unless the
+    test chose an engine itself or asks for what the batch path refuses (hash partitioning,
+    the provenance header, OAUTHBEARER, Kerberos, PKCS#12 keystores)."""
     engine = os.environ.get("KMIRROR_TEST_ENGINE", "").strip()
     merged = {**os.environ, **(env or {})}
     out = [*args]
@@ -45,7 +45,6 @@ def with_test_engine(args: Sequence[str], env: Mapping[str, str] | None = None) 
         "hash" in out
         or merged.get("KMIRROR_PARTITIONING", "") == "hash"
         or "--provenance-header" in out
-        or "--abort.on.send.failure" in out
         or merged.get("KMIRROR_ENGINE")
         or any("provenance.header.enabled=true" in _file_after(out, f) for f in _MM2_FLAGS)
         or any(

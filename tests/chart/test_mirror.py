@@ -86,7 +86,7 @@ def test_minimal_values_render_the_documented_defaults() -> None:
         "KMIRROR_GROUPS_EXCLUDE": "console-consumer-.*, connect-.*, __.*",
         "KMIRROR_PROVENANCE_HEADER": "false",
         "KMIRROR_PARTITIONING": "same",
-        "KMIRROR_ENGINE": "record",
+        "KMIRROR_ENGINE": "auto",
         "KMIRROR_REPLICATION_FACTOR": "-1",
         "KMIRROR_SYNC_TOPIC_CONFIGS_INTERVAL_S": "600",
         "KMIRROR_METRICS_PORT": "9404",

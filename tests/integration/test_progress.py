@@ -90,13 +90,15 @@ def test_progress_topic_name_can_be_set(
         delete_topic(clusters.target_bootstrap, store, wait=False)
 
 
+@pytest.mark.parametrize("engine", ["record", "batch"])
 def test_refused_sends_are_retried_from_the_last_commit_and_nothing_is_missing(
-    tmp_path: Path, clusters: Clusters, make_topic, unique_name
+    engine: str, tmp_path: Path, clusters: Clusters, make_topic, unique_name
 ) -> None:
     """abort.on.send.failure=false: while the target topic is gone (deleted by an operator),
     sends fail and the stream rewinds and re-sends from its last commit; /healthz stays
     healthy. Once the topic is back, every record since that commit is there, the commit covers
-    the source and the progress record names the new target offsets."""
+    the source and the progress record names the new target offsets. On either path (the batch
+    path forgets its unacknowledged batches and starts a new producer session)."""
     topic = make_topic(clusters.source_bootstrap, partitions=2)
     group = unique_name("g")
     store = f"kmirror-progress.{group}.internal"
@@ -105,6 +107,8 @@ def test_refused_sends_are_retried_from_the_last_commit_and_nothing_is_missing(
         *mirror_args(tmp_path, clusters, group, topic, None, {"message.timeout.ms": 2000}),
         "--abort.on.send.failure",
         "false",
+        "--engine",
+        engine,
     ]
     try:
         with MirrorProcess(args, tmp_path / "m.log") as m:

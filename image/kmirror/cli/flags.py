@@ -26,8 +26,9 @@ _COMMON = (
     (
         "--engine",
         "engine",
-        "record (default): copy record by record; batch: copy source record batches as they "
-        "are (--partitioning same); auto: batches where they pay off",
+        "auto (default): record batches where they can be copied and pay off, records "
+        "otherwise; batch: copy source record batches as they are (--partitioning same); "
+        "record: copy record by record",
     ),
     ("--rename-policy", "rename_policy", "identity (same topic names) or prefix (<alias>.topic)"),
     ("--source-alias", "source_alias", "alias used by the prefix rename policy"),

@@ -129,7 +129,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "KMIRROR_ENGINE",
         "record (copy record by record), batch (copy source record batches as they are; "
         "partitioning same) or auto (batches where they pay off, records otherwise)",
-        "record",
+        "auto",
     ),
     EnvVar(
         "KMIRROR_REPLICATION_FACTOR",

@@ -239,6 +239,9 @@ DEFAULT_NUM_STREAMS = 1
 DEFAULT_OFFSET_COMMIT_INTERVAL_MS = 60_000
 ENGINES = ("record", "batch", "auto")
 PARTITIONINGS = ("same", "hash")
+# The batch path where it can copy and pays off, the record path otherwise
+# (kmirror.mirror.engines); under --exactly-once both write transactions.
+DEFAULT_ENGINE: Literal["record", "batch", "auto"] = "auto"
 
 
 @dataclass(frozen=True)
@@ -256,8 +259,8 @@ class MirrorConfig:
     partitioning: Literal["same", "hash"] = "same"
     # How records are copied (kmirror.mirror.hybrid): "record" hands each record to a producer;
     # "batch" copies source record batches as they are (--partitioning same only); "auto" uses
-    # the batch path where it can and pays off, the record path otherwise.
-    engine: Literal["record", "batch", "auto"] = "record"
+    # the batch path where it can and pays off, the record path otherwise (the default).
+    engine: Literal["record", "batch", "auto"] = DEFAULT_ENGINE
     # Where a partition without a committed offset starts; "none" = fail instead (Java's
     # auto.offset.reset=none). A committed offset that no longer exists always fails.
     auto_offset_reset: Literal["earliest", "latest", "none"] = "earliest"

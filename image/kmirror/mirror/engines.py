@@ -29,11 +29,6 @@ def engine_for(config: MirrorConfig, *, announce: bool = True) -> CopierFactory:
         why = "--partitioning hash re-partitions records"
     elif config.dr.provenance_header:
         why = "the provenance header changes every record's headers"
-    elif not config.abort_on_send_failure:
-        why = (
-            "abort.on.send.failure=false: the batch path does not yet re-send refused batches "
-            "from the last commit"
-        )
     else:
         try:
             connection_args(config.consumer_conf(), "source", 1)

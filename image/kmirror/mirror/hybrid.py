@@ -17,6 +17,12 @@ keeps it paused, the batch copier fetches and produces it. A partition moves to 
 A partition on the record path tries the batch path again after a backoff (batches may have
 grown, a compacted stretch may be behind), only at a clean point, so the book's acknowledged
 offset is the exact position where the batch path starts.
+
+A batch the target did not acknowledge (a timeout, an unexpected refusal) goes into the failure
+latch like a record path failure: the stream stops (abort.on.send.failure=true) or rewinds every
+partition to its last commit and sends again. The batch copier forgets what was unacknowledged
+and starts a new producer session first. A permanent refusal (too large, not authorized) stops
+the mirror in both modes.
 """
 
 from __future__ import annotations
@@ -26,9 +32,10 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kmirror.mirror.batch.copier import SMALL_BATCH_RECORDS, BatchCopier
+from kmirror.mirror.batch.producer import BatchSendError
 from kmirror.mirror.copier import RecordCopier
 from kmirror.mirror.engine import CopierContext, Key
 
@@ -141,7 +148,7 @@ class HybridCopier:
 
     def revoke(self, keys: Iterable[Key]) -> None:
         keys = list(keys)
-        self._batch.revoke(keys)
+        self._revoke_batch(keys)
         self._record.revoke(keys)
         assert self._record.only is not None
         for key in keys:
@@ -157,7 +164,10 @@ class HybridCopier:
         self._hold()
         if self.router.batched:
             both = bool(self._record.only)
-            self._batch.step(BOTH_WAIT_S if both else self._wait_s)
+            try:
+                self._batch.step(BOTH_WAIT_S if both else self._wait_s)
+            except BatchSendError as exc:
+                self._failed(exc)
             for key, fallback in self._batch.take_fallbacks().items():
                 self._fall_back(key, fallback.offset)
             # The consumer still serves the group (callbacks) and the record path: no wait.
@@ -169,7 +179,11 @@ class HybridCopier:
 
     def flush(self, timeout: float) -> int:
         deadline = time.monotonic() + timeout
-        batch_done = self._batch.flush(timeout)
+        try:
+            batch_done = self._batch.flush(timeout)
+        except BatchSendError as exc:
+            self._failed(exc)
+            batch_done = True  # nothing outstanding any more: the latch holds the failure
         remaining = self._record.flush(max(deadline - time.monotonic(), 0.0))
         if not batch_done:
             remaining += max(self._batch.unacknowledged, 1)
@@ -188,6 +202,23 @@ class HybridCopier:
             self._record.close(timeout)
         finally:
             self._batch.close()
+
+    def _failed(self, exc: BatchSendError) -> None:
+        """A batch the target did not acknowledge: the latch decides (stop, or rewind from the
+        last commit) as for a record. Permanent refusals stop the mirror here."""
+        if exc.permanent:
+            raise exc
+        self._batch.abandon()
+        code = KafkaError._MSG_TIMED_OUT if exc.code is None else exc.code
+        self._ctx.latch.send_failed(exc.target[0], exc.target[1], KafkaError(code, str(exc)))
+
+    def _revoke_batch(self, keys: Iterable[Key]) -> None:
+        keys = list(keys)
+        try:
+            self._batch.revoke(keys)
+        except BatchSendError as exc:  # while waiting for their in-flight batches
+            self._failed(exc)
+            self._batch.revoke(keys)  # nothing is queued now: only forgets them
 
     def _batch_lag(self) -> dict[Key, tuple[int, int]]:
         """(source end, copied up to) of the batch-path partitions, for the lag metrics."""
@@ -231,7 +262,7 @@ class HybridCopier:
         """Batch-path partitions start again at these offsets (a rewind, a move to the record
         path). Nothing is in flight; the book keeps its runs and committed offset."""
         books = {k: b for k in positions if (b := self._book.get(*k)) is not None}
-        self._batch.revoke(positions)  # closes their books
+        self._revoke_batch(positions)  # closes their books
         for (topic, partition), book in books.items():
             fresh = self._book.open(topic, partition, positions[(topic, partition)], book.runs)
             fresh.committed = book.committed
@@ -254,7 +285,7 @@ class HybridCopier:
                     self._batch.records_per_batch(key) or 0.0,
                     SMALL_BATCH_RECORDS,
                 )
-                self._batch.revoke([key])  # closes the book: open it again where it was
+                self._revoke_batch([key])  # closes the book: open it again where it was
                 fresh = self._book.open(key[0], key[1], book.acked, book.runs)
                 fresh.committed = book.committed
                 self.router.to_record(key, now)

@@ -10,6 +10,7 @@ from kmirror.config.model import ClusterConfig, DrConfig, MirrorConfig
 from kmirror.errors import ConfigError
 from kmirror.mirror.copier import RecordCopier
 from kmirror.mirror.engines import engine_for
+from kmirror.mirror.eos_hybrid import TransactionalHybridCopier
 from kmirror.mirror.hybrid import PROBE_BACKOFF_S, HybridCopier, Router
 
 pytestmark = pytest.mark.unit
@@ -27,7 +28,14 @@ def config(**changes: object) -> MirrorConfig:
 
 
 def test_record_engine_is_the_record_copier() -> None:
-    assert engine_for(config()) is RecordCopier
+    assert engine_for(config(engine="record")) is RecordCopier
+
+
+def test_auto_is_the_default_engine() -> None:
+    assert config().engine == "auto"
+    assert getattr(engine_for(config()), "keywords", None) == {"adaptive": True}
+    # Exactly-once on the default engine: transactions on both paths.
+    assert engine_for(config(exactly_once=True)) is TransactionalHybridCopier
 
 
 def test_batch_engine_is_the_hybrid_copier() -> None:
@@ -46,11 +54,17 @@ def test_batch_with_hash_partitioning_is_refused_naming_the_fix() -> None:
 def test_auto_takes_the_record_path_for_what_batches_cannot_do() -> None:
     assert engine_for(config(engine="auto", partitioning="hash")) is RecordCopier
     assert engine_for(config(engine="auto", dr=DrConfig(provenance_header=True))) is RecordCopier
-    assert engine_for(config(engine="auto", abort_on_send_failure=False)) is RecordCopier
     kerberos = ClusterConfig(
         "source", "127.0.0.1:1", common={"security.protocol": "SASL_PLAINTEXT"}
     )
     assert engine_for(config(engine="auto", source=kerberos)) is RecordCopier
+
+
+def test_retries_after_refused_sends_stay_on_the_batch_path() -> None:
+    # abort.on.send.failure=false: the hybrid copier re-sends from the last commit itself.
+    for engine in ("batch", "auto"):
+        factory = engine_for(config(engine=engine, abort_on_send_failure=False))
+        assert getattr(factory, "func", None) is HybridCopier
 
 
 def test_batch_refuses_security_settings_it_cannot_do() -> None:

@@ -42,6 +42,7 @@ from kmirror.config.dialects.providers import resolve_placeholders
 from kmirror.config.javaclient.translate import StartPolicy, translate
 from kmirror.config.model import (
     DEFAULT_CONFIG_EXCLUDES,
+    DEFAULT_ENGINE,
     DEFAULT_NUM_STREAMS,
     DEFAULT_OFFSET_COMMIT_INTERVAL_MS,
     ENGINES,
@@ -232,7 +233,7 @@ def _exactly_once(setting: Callable[[str], str | None], path: str) -> bool:
 
 
 def _engine(value: str | None) -> Literal["record", "batch", "auto"]:
-    engine = (value or "record").strip().lower()
+    engine = (value or DEFAULT_ENGINE).strip().lower()
     if engine not in ENGINES:
         raise ConfigError(f"kmirror.engine must be record, batch or auto, not {value!r}")
     return cast(Literal["record", "batch", "auto"], engine)

@@ -193,6 +193,15 @@ class BatchCopier:
         """Batches handed to the target and not acknowledged yet."""
         return self._session.unacknowledged
 
+    def abandon(self) -> None:
+        """After a BatchSendError that is not permanent: forget everything unacknowledged and
+        start a new producer session. The partitions stay assigned; nothing past the last
+        acknowledgement is in the book, and the caller re-assigns them (``revoke`` then
+        ``assign``) from the last commit. A partition that was stopping for the record path
+        stays here: the re-sent batches reach the same stop again."""
+        self._session.abandon()
+        self._stopping.clear()
+
     def close(self) -> None:
         self._source.close()
         self._target.close()

@@ -42,6 +42,22 @@ RETRIABLE = {3, 5, 6, 7, 13, 14, 15, 19, 20, 56, 74, 75, 78, 100}
 REFUSED = {29: "TOPIC_AUTHORIZATION_FAILED", 31: "CLUSTER_AUTHORIZATION_FAILED"}
 
 
+class BatchSendError(SendError):
+    """The target did not acknowledge a batch of ``target`` (topic, partition). ``permanent``:
+    it refuses it whatever we do (too large, not authorized), so retrying loops forever and
+    skipping loses it. Otherwise (``code``: the broker's error code, None for a timeout) the
+    loop decides, as for the record path: stop, or re-send from the last commit
+    (abort.on.send.failure)."""
+
+    def __init__(
+        self, message: str, target: Key, *, permanent: bool = False, code: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.target = target
+        self.permanent = permanent
+        self.code = code
+
+
 @dataclass(eq=False)
 class Pending:
     """One source batch on its way to the target."""
@@ -90,7 +106,7 @@ class ProducerSession:
         self._init: Future | None = None
         self._init_since = 0.0
         self._reset = False
-        self._failure: SendError | None = None
+        self._failure: BatchSendError | None = None
 
     # -- the session ----------------------------------------------------------------------------
 
@@ -127,7 +143,10 @@ class ProducerSession:
             )
         if time.monotonic() - self._init_since > self._delivery_timeout_s:
             why = future.exception if future.failed() else f"error code {code}"
-            raise SendError(f"the target gave no producer id within the delivery timeout: {why}")
+            waiting = next((k for k, q in self._queues.items() if q.items), ("", -1))
+            raise BatchSendError(
+                f"the target gave no producer id within the delivery timeout: {why}", waiting
+            )
         return False
 
     def _start_over(self) -> None:
@@ -174,6 +193,21 @@ class ProducerSession:
     def unacknowledged(self) -> int:
         return sum(len(q.items) for q in self._queues.values())
 
+    def abandon(self) -> None:
+        """Forget every unacknowledged batch (a send failed; the loop re-sends from the last
+        commit) and start a new session: the dropped batches may or may not be on the target,
+        so their sequence cannot go on. Responses still on the way are ignored."""
+        for q in self._queues.values():
+            q.items.clear()
+            q.sent = q.in_flight = 0
+            q.retrying = False
+            q.retry_at = 0.0
+        self._requests.clear()
+        self._failure = None
+        self._init, self._init_since = None, 0.0
+        if self.producer_id >= 0:
+            self._reset = True
+
     # -- requests -------------------------------------------------------------------------------
 
     def send(self) -> None:
@@ -183,10 +217,11 @@ class ProducerSession:
         by_node: dict[int, list[Queue]] = {}
         for q in self._queues.values():
             if q.items and now - q.items[0].since > self._delivery_timeout_s:
-                raise SendError(
+                raise BatchSendError(
                     f"target {q.topic}[{q.partition}] did not acknowledge a batch within "
                     f"{self._delivery_timeout_s:.0f} s (message.timeout.ms); nothing past it "
-                    "was acknowledged"
+                    "was acknowledged",
+                    (q.topic, q.partition),
                 )
             if q.sent >= len(q.items) or q.retrying or q.retry_at > now:
                 continue
@@ -264,7 +299,7 @@ class ProducerSession:
                 q.in_flight -= 1
                 try:
                     self._result(q, p, codes.get((q.topic, q.partition)))
-                except SendError as exc:
+                except BatchSendError as exc:
                     self._failure = self._failure or exc
         for q in self._queues.values():
             while q.items and q.items[0].target_offset is not None:
@@ -294,25 +329,36 @@ class ProducerSession:
         if code != -1:
             self._on_error(str(code))
         if code in TOO_LARGE:
-            raise SendError(
+            raise BatchSendError(
                 f"target {q.topic}[{q.partition}] refused a batch of {len(p.batch.data)} bytes "
-                f"({TOO_LARGE[code]}) copied from source {p.source[0]}[{p.source[1]}] offset "
-                f"{p.batch.base_offset}: raise max.message.bytes of the target topic "
-                f"'{q.topic}' (or the target broker's message.max.bytes) to at least the "
+                f"({TOO_LARGE[code]}: Message size too large) copied from source "
+                f"{p.source[0]}[{p.source[1]}] offset {p.batch.base_offset}: raise "
+                f"max.message.bytes of the target topic '{q.topic}' (or the target broker's "
+                "message.max.bytes) to at least the "
                 "source's. Retrying cannot help and skipping it would lose it; nothing past it "
-                "was acknowledged"
+                "was acknowledged",
+                (q.topic, q.partition),
+                permanent=True,
+                code=code,
             )
         if code in REFUSED:
-            raise SendError(f"target refused {q.topic}[{q.partition}]: {REFUSED[code]}")
+            raise BatchSendError(
+                f"target refused {q.topic}[{q.partition}]: {REFUSED[code]}",
+                (q.topic, q.partition),
+                permanent=True,
+                code=code,
+            )
         if code in SESSION_ERRORS and not q.retrying:
             self._reset = True
         elif code not in RETRIABLE and code not in SESSION_ERRORS and code != -1:
             detail = "" if part is None else f" {part.error_message or ''}"
             errors = [e.batch_index_error_message for e in (part.record_errors or [])]
-            raise SendError(
+            raise BatchSendError(
                 f"target {q.topic}[{q.partition}] refused the batch from source "
                 f"{p.source[0]}[{p.source[1]}] offset {p.batch.base_offset}: {name}{detail} "
-                f"{errors[:1] or ''}. Nothing past it was acknowledged"
+                f"{errors[:1] or ''}. Nothing past it was acknowledged",
+                (q.topic, q.partition),
+                code=code,
             )
         q.retrying = True
         self._link.refresh()

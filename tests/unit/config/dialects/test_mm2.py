@@ -131,7 +131,7 @@ def test_flow_settings_win_over_global(write: Write) -> None:
 
 def test_engine_key(write: Write) -> None:
     path = write("mm2.properties", BASE + "a->b.enabled=true\n")
-    assert load_mm2(path, environ={}).engine == "record"
+    assert load_mm2(path, environ={}).engine == "auto"
     path = write("mm2.properties", BASE + "a->b.enabled=true\na->b.kmirror.engine=batch\n")
     assert load_mm2(path, environ={}).engine == "batch"
     path = write("mm2.properties", BASE + "a->b.enabled=true\nkmirror.engine=turbo\n")
