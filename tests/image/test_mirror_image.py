@@ -166,8 +166,7 @@ print(json.dumps({
                 "MIRROR_MAKER_THIS_BOOTSTRAP_SERVERS": "b:1",
                 "MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE": "MIRROR",
             },
-            "MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE must be SOURCE (the external cluster is the "
-            "source) or DESTINATION",
+            "MIRROR_MAKER_EXTERNAL_CLUSTER_TYPE must be SOURCE or DESTINATION, not 'MIRROR'",
         ),
     ],
 )

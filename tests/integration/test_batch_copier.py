@@ -27,13 +27,18 @@ from tests.kafkatools import (
 pytestmark = pytest.mark.integration
 
 
+# Recent CreateTimes: records older than the topic's retention.ms (7 days by default) may be
+# deleted by the broker's next retention check, between producing and reading them back.
+BASE_TIMESTAMP_MS = int(time.time() * 1000) - 3_600_000
+
+
 def records(n: int, size: int = 100) -> list[dict[str, object]]:
     return [
         {
             "key": b"k%d" % i,
             "value": (b"%d-" % i).ljust(size, b"x"),
             "headers": [("h", b"%d" % i), ("h", None), ("trace", b"t")],
-            "timestamp": 1_700_000_000_000 + i,
+            "timestamp": BASE_TIMESTAMP_MS + i,
             "partition": i % 2,
         }
         for i in range(n)

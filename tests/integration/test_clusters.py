@@ -19,11 +19,14 @@ from tests.kafkatools import (
 pytestmark = pytest.mark.integration
 
 CREATE_TIME_MS = 1_600_000_000_123  # 2020-09-13, far from "now": proves it is not broker time
+# Records that old are past the default retention (7 days): the broker's next retention check
+# (also right after a restart) would delete them before they are read back.
+KEEP = {"retention.ms": "-1"}
 
 
 def test_record_reads_back_byte_for_byte(clusters: Clusters, make_topic: MakeTopic) -> None:
     src = clusters.source_bootstrap
-    topic = make_topic(src, partitions=3)
+    topic = make_topic(src, partitions=3, config=KEEP)
     key = bytes(range(256))
     value = b"\x00\xff" + bytes(range(255, -1, -1)) * 4 + b"\x00"
     headers: list[tuple[str, bytes | None]] = [
@@ -73,7 +76,7 @@ def test_target_stop_and_start_keeps_data(
     clusters: Clusters, make_topic: MakeTopic, kafka_local: KafkaLocal
 ) -> None:
     tgt = clusters.target_bootstrap
-    topic = make_topic(tgt)
+    topic = make_topic(tgt, config=KEEP)
     produce(tgt, topic, [{"key": b"k", "value": b"v", "timestamp": CREATE_TIME_MS}])
     target_id = cluster_id(tgt)
 
