@@ -239,8 +239,6 @@ DEFAULT_NUM_STREAMS = 1
 DEFAULT_OFFSET_COMMIT_INTERVAL_MS = 60_000
 ENGINES = ("record", "batch", "auto")
 PARTITIONINGS = ("same", "hash")
-# The batch path where it can copy and pays off, the record path otherwise
-# (kmirror.mirror.engines); under --exactly-once both write transactions.
 DEFAULT_ENGINE: Literal["record", "batch", "auto"] = "auto"
 
 
@@ -257,30 +255,27 @@ class MirrorConfig:
     offset_commit_interval_ms: int = DEFAULT_OFFSET_COMMIT_INTERVAL_MS
     abort_on_send_failure: bool = True
     partitioning: Literal["same", "hash"] = "same"
-    # How records are copied (kmirror.mirror.hybrid): "record" hands each record to a producer;
-    # "batch" copies source record batches as they are (--partitioning same only); "auto" uses
-    # the batch path where it can and pays off, the record path otherwise (the default).
+    # How records are copied (kmirror.mirror.engines): "record" hands each record to a producer;
+    # "batch" copies source record batches as they are (--partitioning same only); "auto" (the
+    # default) batches where they can be copied and pay off, records otherwise.
     engine: Literal["record", "batch", "auto"] = DEFAULT_ENGINE
     # Where a partition without a committed offset starts; "none" = fail instead (Java's
     # auto.offset.reset=none). A committed offset that no longer exists always fails.
     auto_offset_reset: Literal["earliest", "latest", "none"] = "earliest"
     create_topics: bool = True
     sync_topic_configs: bool = True
-    # MM2's sync.topic.configs.interval.seconds and default.
-    sync_topic_configs_interval_s: float = 600.0
+    sync_topic_configs_interval_s: float = 600.0  # MM2's sync.topic.configs.interval.seconds
     replication_factor: int = -1
     config_excludes: tuple[str, ...] = DEFAULT_CONFIG_EXCLUDES
     refresh_topics_interval_s: float = 5.0
-    # The compacted topic on the target where the progress book is persisted; empty: the
-    # default name (see `progress_topic`).
+    # The progress book's compacted topic on the target; empty: the default (`progress_topic`).
     progress_topic_name: str = ""
     metrics_port: int = 9404
     log_level: str = "INFO"
     log_json: bool = False
     log_pattern: str | None = None
     dialect: str = "mm1"
-    # Exactly-once (docs/architecture.md, "Exactly-once"): the target is written in
-    # transactions that also hold each partition's progress record.
+    # Transactions on the target holding each partition's progress record (architecture.md).
     exactly_once: bool = False
     dr: DrConfig = field(default_factory=DrConfig)
     # Startup warnings collected while parsing (unknown keys, overridden settings, ...).
