@@ -28,9 +28,7 @@ from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig
 from kmirror.config.secret import unseal
 from kmirror.errors import ClusterError
-from kmirror.mirror.progress import decode_record
-
-Key = tuple[str, int]
+from kmirror.mirror.progress import Key, decode_record
 
 
 @dataclass(frozen=True)

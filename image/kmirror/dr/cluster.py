@@ -23,11 +23,11 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from kmirror.errors import ClusterError
+from kmirror.mirror.progress import Key
 
 log = logging.getLogger(__name__)
 _RDKAFKA_LOG = logging.getLogger("kmirror.librdkafka")
 TIMEOUT_S = 15.0
-Key = tuple[str, int]
 
 
 def _fail(action: str, exc: KafkaException) -> ClusterError:

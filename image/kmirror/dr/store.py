@@ -10,9 +10,7 @@ from kmirror.config.model import MirrorConfig
 from kmirror.dr import cluster
 from kmirror.dr.formats import Checkpoint
 from kmirror.errors import GroupError
-from kmirror.mirror.progress import PartitionBook, decode_record
-
-Key = tuple[str, int]
+from kmirror.mirror.progress import Key, PartitionBook, decode_record
 
 
 def read_progress(

@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from kmirror.dr.formats import Checkpoint
-from kmirror.mirror.progress import PartitionBook
+from kmirror.mirror.progress import Key, PartitionBook
 
-Key = tuple[str, int]
 # Commit metadata kmirror writes with translated offsets. An offset on the target with other
 # metadata was committed by a consumer there: the group belongs to the target from then on.
 METADATA_PREFIX = "kmirror:"

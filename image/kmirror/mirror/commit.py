@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.engine import Key, Transactional
+from kmirror.mirror.engine import Transactional
 from kmirror.mirror.latch import FailureLatch
-from kmirror.mirror.progress import ProgressBook
+from kmirror.mirror.progress import Key, ProgressBook
 from kmirror.mirror.progress_store import ProgressStore
 
 log = logging.getLogger(__name__)

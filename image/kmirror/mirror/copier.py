@@ -38,8 +38,8 @@ from kmirror.dr.provenance import stamp
 from kmirror.errors import SendError, TopicError
 from kmirror.mirror import latch as rules
 from kmirror.mirror.connect import await_metadata
-from kmirror.mirror.engine import CopierContext, Key
-from kmirror.mirror.progress import PartitionBook
+from kmirror.mirror.engine import CopierContext
+from kmirror.mirror.progress import Key, PartitionBook
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,8 @@ from confluent_kafka import Consumer, KafkaError
 from kmirror.config.model import MirrorConfig
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.latch import FailureLatch
-from kmirror.mirror.progress import ProgressBook
+from kmirror.mirror.progress import Key, ProgressBook
 
-Key = tuple[str, int]
 CONSUME_BATCH = 5000
 CONSUME_TIMEOUT_S = 0.2
 

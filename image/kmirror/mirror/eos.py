@@ -36,11 +36,10 @@ from kmirror.config.model import MirrorConfig
 from kmirror.errors import ClusterError, ConfigError, KmirrorError, MirrorError
 from kmirror.mirror.copier import RecordCopier
 from kmirror.mirror.engine import CopierContext
-from kmirror.mirror.progress import ProgressBook, encode_record
+from kmirror.mirror.progress import Key, ProgressBook, encode_record
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, int]
 INIT_TIMEOUT_S = 60.0
 PARALLEL_CALLS = 8  # concurrent init/commit round trips per stream
 # The coordinator says another producer with our transactional.id took over.

@@ -20,10 +20,10 @@ from collections.abc import Iterable
 from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.mirror.batch.transactional import TransactionalBatchCopier
 from kmirror.mirror.copier import RecordCopier
-from kmirror.mirror.engine import CopierContext, Key
+from kmirror.mirror.engine import CopierContext
 from kmirror.mirror.eos import TransactionalCopier
 from kmirror.mirror.hybrid import HybridCopier
-from kmirror.mirror.progress import ProgressBook
+from kmirror.mirror.progress import Key, ProgressBook
 
 log = logging.getLogger(__name__)
 

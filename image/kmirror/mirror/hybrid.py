@@ -37,7 +37,8 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from kmirror.mirror.batch.copier import SMALL_BATCH_RECORDS, BatchCopier
 from kmirror.mirror.batch.producer import BatchSendError
 from kmirror.mirror.copier import RecordCopier
-from kmirror.mirror.engine import CopierContext, Key
+from kmirror.mirror.engine import CopierContext
+from kmirror.mirror.progress import Key
 
 log = logging.getLogger(__name__)
 

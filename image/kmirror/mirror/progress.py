@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 
 from kmirror.errors import MirrorError
 
+# A source partition: (topic, partition). The one definition every module uses.
+Key = tuple[str, int]
+
 # Runs kept per partition in memory and in the persisted record. A partition whose source has a
 # gap per transaction makes a run per transaction; translating an offset older than the oldest
 # kept run falls back to that run's start (a re-read, never a skip).

@@ -27,12 +27,11 @@ from confluent_kafka import (
 from kmirror.config import txn
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import ClusterError
-from kmirror.mirror.progress import PartitionBook, ProgressBook, decode_record, encode_record
+from kmirror.mirror.progress import Key, PartitionBook, ProgressBook, decode_record, encode_record
 from kmirror.mirror.topics import ADMIN_TIMEOUT_S, TopicManager
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, int]
 LOAD_TIMEOUT_S = 30.0
 EOS_LOAD_MAX_S = 100.0
 PROGRESS_PARTITIONS = 1

@@ -45,9 +45,9 @@ from kmirror.mirror.engine import (
 )
 from kmirror.mirror.eos import TransactionalCopier
 from kmirror.mirror.latch import FailureLatch
-from kmirror.mirror.progress import ProgressBook
+from kmirror.mirror.progress import Key, ProgressBook
 from kmirror.mirror.progress_store import ProgressStore
-from kmirror.mirror.subscription import Key, Start, StreamState, Subscription
+from kmirror.mirror.subscription import Start, StreamState, Subscription
 from kmirror.mirror.topics import PartitionsOfflineError, TopicManager
 
 log = logging.getLogger(__name__)

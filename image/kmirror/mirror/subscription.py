@@ -20,11 +20,11 @@ from kmirror.config.model import MirrorConfig
 from kmirror.errors import ClusterError, KmirrorError, MirrorError
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.latch import FailureLatch
+from kmirror.mirror.progress import Key
 from kmirror.mirror.topics import PartitionsOfflineError, TopicManager
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, int]
 OFFSETS_TIMEOUT_S = 30
 # Partitions whose target has no leader yet: how long one retry waits, and the backoff between.
 RETRY_ONLINE_S = 2.0

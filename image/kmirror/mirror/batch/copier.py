@@ -36,11 +36,10 @@ from kmirror.mirror.batch.records import Batch
 from kmirror.mirror.batch.settings import connection_args
 from kmirror.mirror.batch.wire import Link, selector
 from kmirror.mirror.connect import CONNECT_TIMEOUT_S
-from kmirror.mirror.progress import ProgressBook
+from kmirror.mirror.progress import Key, ProgressBook
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, int]
 FETCH_MAX_BYTES = 50 * 1024 * 1024
 FETCH_WAIT_MS = 100
 REVOKE_FLUSH_S = 5.0

@@ -20,10 +20,10 @@ from kmirror.errors import ClusterError, SourceTrimmedError
 from kmirror.mirror.batch.readcommitted import committed
 from kmirror.mirror.batch.records import Batch, split
 from kmirror.mirror.batch.wire import Link
+from kmirror.mirror.progress import Key
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, int]
 FETCH_VERSION = 12  # topic names (v13+ wants topic ids); raw batches; aborted transactions
 READ_COMMITTED = 1
 RETRY_BACKOFF_S = 0.1

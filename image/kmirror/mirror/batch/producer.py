@@ -27,10 +27,10 @@ from kafka.protocol.producer.transaction import InitProducerIdRequest
 from kmirror.errors import ClusterError, SendError
 from kmirror.mirror.batch.records import Batch, rewrite
 from kmirror.mirror.batch.wire import Link
+from kmirror.mirror.progress import Key
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, int]
 PRODUCE_VERSION = 9  # topic names (v13+ wants topic ids); one batch per partition
 RETRY_BACKOFF_S = 0.1
 SEQUENCE_LIMIT = 2**31

@@ -40,11 +40,10 @@ from kmirror.mirror.batch.txn import (
     progress_batch,
 )
 from kmirror.mirror.eos import INIT_TIMEOUT_S, refused
-from kmirror.mirror.progress import ProgressBook, encode_record
+from kmirror.mirror.progress import Key, ProgressBook, encode_record
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, int]
 ABORT_TIMEOUT_S = 5.0
 
 

@@ -35,8 +35,8 @@ from kmirror.errors import SendError
 from kmirror.mirror.batch.producer import Pending, ProducerSession, Queue
 from kmirror.mirror.batch.records import Batch, split
 from kmirror.mirror.batch.wire import Link
+from kmirror.mirror.progress import Key
 
-Key = tuple[str, int]
 FIND_VERSION = 3  # one key per request (v4+ batches keys)
 INIT_VERSION = 4
 ADD_VERSION = 3
