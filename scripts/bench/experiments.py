@@ -61,6 +61,8 @@ def experiment_contenders(spec: str) -> list[Contender]:
                 env=dict(e.get("env", {})),  # type: ignore[call-overload]
                 module=str(e.get("module", "kmirror.cli.main")),
                 variant=name,
+                # The tweaks are the record path's (the engine measured before the batch path).
+                engine="record",
             )
         )
     return out

@@ -2,8 +2,8 @@
 
 Takes `kmirror run`'s MirrorMaker 1 flags (as the harness passes them), copies every partition
 of the whitelisted source topics from the source's log start to the same target partition
-until SIGTERM. No consumer group and no commits: the benchmark measures the copy. The record
-path's contenders (kmirror-1, kmirror-2) run the whole mirror.
+until SIGTERM. No consumer group and no commits: the benchmark measures the copy. The
+benchmark's own contenders (kmirror-1, kmirror-2, ...) run the whole mirror.
 
     python -m scripts.bench.run --full --only kmirror-1 --experiments batch
 """

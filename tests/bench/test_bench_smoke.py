@@ -24,8 +24,8 @@ CONTENDERS = {
     "kmirror-1",
     "kmirror-2",
     "kmirror-1-eos",
-    "kmirror-batch-1",
-    "kmirror-batch-1-eos",
+    "kmirror-record-1",
+    "kmirror-record-1-eos",
     "mm2-1",
     "mm2-2",
 }
@@ -87,7 +87,7 @@ def test_summary_table_and_chart(smoke: Smoke) -> None:
     assert summary["all_verified"]
     for ws in summary["workloads"].values():
         assert set(ws["contenders"]) == CONTENDERS
-        for name in ("kmirror-1", "kmirror-2", "kmirror-batch-1"):
+        for name in ("kmirror-1", "kmirror-2", "kmirror-record-1"):
             s = ws["contenders"][name]
             assert s["ratio_vs_mm2_same"] > 0
             assert s["ratio_vs_python_produce"] > 0

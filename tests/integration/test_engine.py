@@ -112,3 +112,31 @@ def _in_order(src: list[object], dst: list[object]) -> bool:
     """Every source record appears in the target in source order (duplicates between)."""
     it = iter(dst)
     return all(any(d == s for d in it) for s in src)
+
+
+def test_auto_moves_a_partition_of_tiny_batches_to_the_record_path_early(
+    tmp_path: Path, clusters: Clusters, make_topic: MakeTopic, unique_name: Callable[[str], str]
+) -> None:
+    # Partition 0: one record per batch (where a producer that re-batches is cheaper);
+    # partition 1: large batches (copied as they are). The default engine is auto.
+    topic = make_topic(clusters.source_bootstrap, partitions=2)
+    tiny = [r | {"partition": 0} for r in records(600)]
+    produce(clusters.source_bootstrap, topic, tiny, **{"linger.ms": 0, "batch.num.messages": 1})
+    produce(clusters.source_bootstrap, topic, [r | {"partition": 1} for r in records(3000)])
+    src = consume_all(clusters.source_bootstrap, topic)
+    source_batches = [len(raw_batches(clusters.source_bootstrap, topic, p)) for p in (0, 1)]
+    assert source_batches[0] == 600 and source_batches[1] < 30, source_batches
+    # A commit a minute away: the move must not wait for a commit's clean point.
+    args = [
+        *mirror_args(tmp_path, clusters, unique_name("g"), topic, commit_interval_ms=60000),
+        *("--engine", "auto"),
+    ]
+    with MirrorProcess(args, tmp_path / "mirror.log") as m:
+        wait_until(holds(clusters, topic, len(src)), 90, message="target caught up")
+        assert m.stop() == 0, m.log
+    assert_same(src, consume_all(clusters.target_bootstrap, topic))
+    moved = [ln for ln in m.log.splitlines() if "source batches average" in ln]
+    assert len(moved) == 1 and f"{topic}[0]" in moved[0], m.log
+    target_batches = [len(raw_batches(clusters.target_bootstrap, topic, p)) for p in (0, 1)]
+    assert target_batches[0] < source_batches[0] // 2  # re-batched after the move
+    assert target_batches[1] == source_batches[1]  # copied batch for batch

@@ -9,10 +9,10 @@ keeps it paused, the batch copier fetches and produces it. A partition moves to 
   formats, LogAppendTime, a position inside a batch). The batch copier stops the partition at
   that batch once everything before it is acknowledged; the record path continues at exactly
   that offset (seek, resume): no gap, no duplicate, and the progress book keeps the partition;
-- (`--engine auto` only) its source batches stay small: a record batch costs the batch path a
-  produce round trip's worth of CPU, so below SMALL_BATCH_RECORDS records per batch a producer
-  that re-batches is cheaper (docs/architecture.md, "The batch path"). Measured at clean points
-  (a commit's flush found nothing outstanding), ROUTE_CHECKS times in a row.
+- (`--engine auto` only) its source batches stay small: below SMALL_BATCH_RECORDS records per
+  batch a producer that re-batches is cheaper (kmirror.mirror.batch.sizes). The batch copier
+  judges each partition after its first SMALL_BATCH_SAMPLES batches and hands it over the same
+  way as a fallback, at the exact offset.
 
 A partition on the record path tries the batch path again after a backoff (batches may have
 grown, a compacted stretch may be behind), only at a clean point, so the book's acknowledged
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from kmirror.mirror.batch.copier import SMALL_BATCH_RECORDS, BatchCopier
+from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.mirror.batch.producer import BatchSendError
 from kmirror.mirror.copier import RecordCopier
 from kmirror.mirror.engine import CopierContext
@@ -42,7 +42,6 @@ from kmirror.mirror.progress import Key
 
 log = logging.getLogger(__name__)
 
-ROUTE_CHECKS = 2  # clean points in a row with small batches before a partition moves
 PROBE_BACKOFF_S = 30.0  # first wait before a record-path partition tries the batch path again
 MAX_PROBE_BACKOFF_S = 600.0
 BOTH_WAIT_S = 0.02  # the batch step's wait while the record path also has partitions
@@ -52,7 +51,6 @@ OFFSETS_TIMEOUT_S = 30
 @dataclass
 class Route:
     batch: bool = True
-    small: int = 0  # clean points in a row with small source batches
     probe_at: float = 0.0  # record path: when to try the batch path again
     backoff: float = PROBE_BACKOFF_S
 
@@ -61,9 +59,6 @@ class Route:
 class Router:
     """Which path each partition takes, and when it moves (no broker: unit-tested)."""
 
-    adaptive: bool
-    threshold: float = SMALL_BATCH_RECORDS
-    checks: int = ROUTE_CHECKS
     routes: dict[Key, Route] = field(default_factory=dict)
     batched: set[Key] = field(default_factory=set)  # the keys on the batch path (per step)
     probe: bool = True  # record-path partitions try the batch path again after a backoff
@@ -80,29 +75,22 @@ class Router:
         route = self.routes.get(key)
         return route is not None and route.batch
 
-    def small(self, key: Key, records_per_batch: float | None) -> bool:
-        """A clean point's measurement of a batch-path partition: True = move it to the record
-        path now (auto only: its batches stayed below the threshold `checks` times)."""
+    def paid_off(self, key: Key) -> None:
+        """Its batches pay off on the batch path: a later move back starts the backoff afresh."""
         route = self.routes.get(key)
-        if not self.adaptive or route is None or not route.batch or records_per_batch is None:
-            return False
-        if records_per_batch >= self.threshold:
-            route.small = 0
-            route.backoff = PROBE_BACKOFF_S  # batches pay off: a later move starts afresh
-            return False
-        route.small += 1
-        return route.small >= self.checks
+        if route is not None and route.batch:
+            route.backoff = PROBE_BACKOFF_S
 
     def to_record(self, key: Key, now: float) -> None:
         route = self.routes.setdefault(key, Route())
-        route.batch, route.small = False, 0
+        route.batch = False
         self.batched.discard(key)
         route.probe_at = now + route.backoff
         route.backoff = min(route.backoff * 2, MAX_PROBE_BACKOFF_S)
 
     def to_batch(self, key: Key) -> None:
         route = self.routes.setdefault(key, Route())
-        route.batch, route.small = True, 0
+        route.batch = True
         self.batched.add(key)
 
     def due(self, now: float) -> list[Key]:
@@ -122,8 +110,9 @@ class HybridCopier:
         self._book = ctx.book
         self._record = self._record_copier(ctx)
         self._record.only = set()
+        self._adaptive = adaptive
         self._batch = self._batch_copier(ctx)
-        self.router = Router(adaptive)
+        self.router = Router()
         self._wait_s = ctx.consume_timeout_s
         self._pause: set[Key] = set()  # batch-path partitions the consumer must hold still
         self._seek: dict[Key, int] = {}  # record-path partitions waiting for their seek
@@ -134,7 +123,7 @@ class HybridCopier:
         return RecordCopier(ctx)
 
     def _batch_copier(self, ctx: CopierContext) -> BatchCopier:
-        return BatchCopier(ctx.config, ctx.book, ctx.metrics)
+        return BatchCopier(ctx.config, ctx.book, ctx.metrics, leave_small=self._adaptive)
 
     # -- the Copier shape ----------------------------------------------------------------------
 
@@ -211,7 +200,9 @@ class HybridCopier:
             raise exc
         self._batch.abandon()
         code = KafkaError._MSG_TIMED_OUT if exc.code is None else exc.code
-        self._ctx.latch.send_failed(exc.target[0], exc.target[1], KafkaError(code, str(exc)))
+        self._ctx.latch.send_failed(
+            exc.target[0], exc.target[1], KafkaError(code, str(exc)), batch=True
+        )
 
     def _revoke_batch(self, keys: Iterable[Key]) -> None:
         keys = list(keys)
@@ -270,27 +261,11 @@ class HybridCopier:
         self._to_batch(positions)
 
     def _reroute(self) -> None:
-        """At a clean point: small-batch partitions to the record path, due ones back."""
+        """At a clean point: record-path partitions whose backoff is over try the batch path."""
         now = time.monotonic()
         for key in self.router.batch_keys():
-            if self.router.small(key, self._batch.records_per_batch(key)):
-                book = self._book.get(*key)
-                if book is None:
-                    continue
-                log.info(
-                    "%s[%d] moves to the record path at offset %d: source batches average "
-                    "%.1f records (below %d)",
-                    key[0],
-                    key[1],
-                    book.acked,
-                    self._batch.records_per_batch(key) or 0.0,
-                    SMALL_BATCH_RECORDS,
-                )
-                self._revoke_batch([key])  # closes the book: open it again where it was
-                fresh = self._book.open(key[0], key[1], book.acked, book.runs)
-                fresh.committed = book.committed
-                self.router.to_record(key, now)
-                self._to_record(key, book.acked)
+            if self._batch.sizes.pays_off(key):
+                self.router.paid_off(key)
         due = {k: b.acked for k in self.router.due(now) if (b := self._book.get(*k)) is not None}
         if due:
             log.info("trying the batch path again for %d partition(s)", len(due))

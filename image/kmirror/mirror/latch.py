@@ -40,6 +40,7 @@ class SendFailure:
     partition: int
     error: KafkaError
     size: int  # key + value bytes, for the "too large" hint
+    batch: bool = False  # a whole record batch (the batch path), not one record
 
     @property
     def permanent(self) -> bool:
@@ -58,8 +59,10 @@ class FailureLatch:
 
     # -- recording (callbacks) ----------------------------------------------------------------
 
-    def send_failed(self, topic: str, partition: int, error: KafkaError, size: int = 0) -> None:
-        self.failures.append(SendFailure(topic, partition, error, size))
+    def send_failed(
+        self, topic: str, partition: int, error: KafkaError, size: int = 0, *, batch: bool = False
+    ) -> None:
+        self.failures.append(SendFailure(topic, partition, error, size, batch))
 
     def stop(self, error: KmirrorError) -> None:
         # The first cause wins: what follows is often its echo (a partition refused at
@@ -82,8 +85,17 @@ class FailureLatch:
             return None
         self.raise_permanent()
         first = self.failures[0]
+        batches = sum(f.batch for f in self.failures)
+        counts = [
+            f"{n} {unit}"
+            for n, unit in (
+                (len(self.failures) - batches, "record(s)"),
+                (batches, "record batch(es)"),
+            )
+            if n
+        ]
         detail = (
-            f"{len(self.failures)} record(s) not acknowledged, first "
+            f"{' and '.join(counts)} not acknowledged, first "
             f"{first.topic}[{first.partition}]: {first.error.str()}"
         )
         if self.abort_on_send_failure:

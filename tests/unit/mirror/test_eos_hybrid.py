@@ -57,7 +57,7 @@ def test_both_exactly_once_copiers_have_the_transactional_shape() -> None:
 
 
 def test_a_router_without_probing_keeps_record_path_partitions_there() -> None:
-    router = Router(adaptive=False, probe=False)
+    router = Router(probe=False)
     router.add(("t", 0))
     router.to_record(("t", 0), now=0.0)
     assert router.due(now=MAX_PROBE_BACKOFF_S * 10) == []

@@ -81,32 +81,14 @@ def test_unknown_engine_is_refused() -> None:
 
 
 def test_every_partition_starts_on_the_batch_path() -> None:
-    router = Router(adaptive=True)
+    router = Router()
     router.add(KEY)
     assert router.on_batch(KEY)
     assert router.batch_keys() == [KEY]
 
 
-def test_small_batches_move_only_after_consecutive_checks_and_only_with_auto() -> None:
-    router = Router(adaptive=True, threshold=40, checks=2)
-    router.add(KEY)
-    assert not router.small(KEY, 5.0)
-    assert not router.small(KEY, 500.0)  # a big one resets the count
-    assert not router.small(KEY, 5.0)
-    assert router.small(KEY, 5.0)
-    fixed = Router(adaptive=False, threshold=40, checks=1)
-    fixed.add(KEY)
-    assert not fixed.small(KEY, 1.0)
-
-
-def test_no_measurement_no_move() -> None:
-    router = Router(adaptive=True, checks=1)
-    router.add(KEY)
-    assert not router.small(KEY, None)
-
-
 def test_a_record_path_partition_tries_batches_again_after_a_growing_backoff() -> None:
-    router = Router(adaptive=True)
+    router = Router()
     router.add(KEY)
     router.to_record(KEY, now=100.0)
     assert not router.on_batch(KEY)
@@ -120,18 +102,20 @@ def test_a_record_path_partition_tries_batches_again_after_a_growing_backoff() -
 
 
 def test_batches_that_pay_off_reset_the_backoff() -> None:
-    router = Router(adaptive=True)
+    router = Router()
     router.add(KEY)
     router.to_record(KEY, now=0.0)
+    router.to_record(KEY, now=0.0)  # backoff now twice the first
     router.to_batch(KEY)
-    assert not router.small(KEY, 1000.0)
+    router.paid_off(KEY)
     router.to_record(KEY, now=0.0)
     assert router.due(PROBE_BACKOFF_S) == [KEY]
 
 
 def test_revoked_partitions_are_forgotten() -> None:
-    router = Router(adaptive=True)
+    router = Router()
     router.add(KEY)
     router.remove(KEY)
     assert not router.on_batch(KEY) and router.batch_keys() == []
-    assert not router.small(KEY, 1.0)
+    router.paid_off(KEY)  # a late measurement of a forgotten partition changes nothing
+    assert router.routes == {}

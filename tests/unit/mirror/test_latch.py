@@ -98,3 +98,12 @@ def test_consume_errors_that_stop_the_mirror() -> None:
     assert isinstance(denied, ClusterError) and "not authorized on the source" in str(denied)
     assert isinstance(consume_error(err(KafkaError._FATAL, fatal=True), "grp"), MirrorError)
     assert consume_error(err(KafkaError._PARTITION_EOF), "grp") is None
+
+
+def test_a_failed_batch_is_named_a_batch_not_a_record() -> None:
+    latch = FailureLatch(abort_on_send_failure=False)
+    latch.send_failed("t", 0, err(KafkaError.REQUEST_TIMED_OUT), batch=True)
+    latch.send_failed("t", 1, err(KafkaError.REQUEST_TIMED_OUT))
+    detail = latch.decide()
+    assert detail is not None
+    assert detail.startswith("1 record(s) and 1 record batch(es) not acknowledged, first t[0]")

@@ -14,7 +14,9 @@ Those batches (checked by experiment against Kafka 4.1, see docs/architecture.md
   with the producers' original timestamps, not the append time the source's readers see;
 - compacted batches (fewer records than the batch's offset range): refused (INVALID_RECORD);
 - a position inside a batch (a commit made by the record path): copying the whole batch would
-  copy the records before the position again.
+  copy the records before the position again;
+- (``leave_small``, ``--engine auto``) source batches that stay too small to pay off
+  (kmirror.mirror.batch.sizes): not a limit of the batch path, a cheaper path for them.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from kmirror.mirror.batch.fetcher import Fetched, Fetcher
 from kmirror.mirror.batch.producer import Pending, ProducerSession
 from kmirror.mirror.batch.records import Batch
 from kmirror.mirror.batch.settings import connection_args
+from kmirror.mirror.batch.sizes import BatchSizes
 from kmirror.mirror.batch.wire import Link, selector
 from kmirror.mirror.connect import CONNECT_TIMEOUT_S
 from kmirror.mirror.progress import Key, ProgressBook
@@ -44,12 +47,6 @@ FETCH_MAX_BYTES = 50 * 1024 * 1024
 FETCH_WAIT_MS = 100
 REVOKE_FLUSH_S = 5.0
 MAX_IN_FLIGHT = 5
-# Measured (docs/architecture.md): the batch path costs about 0.1 CPU µs per record plus
-# 120 µs per batch (a produce round trip carries one batch per partition); the record path
-# about 3-4 µs per record. Below this many records per source batch the record path is
-# cheaper; the loop may use records_per_batch() to choose.
-SMALL_BATCH_RECORDS = 40
-_EWMA = 0.05  # weight of one batch in the running mean of records per batch
 
 
 @dataclass(frozen=True)
@@ -83,6 +80,7 @@ class BatchCopier:
         max_in_flight: int = 5,
         fetch_max_bytes: int = FETCH_MAX_BYTES,
         fetch_wait_ms: int = FETCH_WAIT_MS,
+        leave_small: bool = False,
     ) -> None:
         if not 1 <= max_in_flight <= MAX_IN_FLIGHT:
             # The broker de-duplicates the last five batches per producer and partition: more
@@ -115,7 +113,9 @@ class BatchCopier:
         self._targets: dict[Key, Key] = {}
         self._stopping: dict[Key, Fallback] = {}
         self._fallbacks: dict[Key, Fallback] = {}
-        self._per_batch: dict[Key, float] = {}
+        # leave_small (--engine auto): a partition whose source batches stay small stops here
+        # like a fallback, and the record path copies on (kmirror.mirror.batch.sizes).
+        self.sizes = BatchSizes(judge=leave_small)
         self._started = False
 
     # -- partitions -----------------------------------------------------------------------------
@@ -147,13 +147,8 @@ class BatchCopier:
             self._session.drop(self._targets.pop(key))
             self._stopping.pop(key, None)
             self._fallbacks.pop(key, None)
-            self._per_batch.pop(key, None)
+            self.sizes.forget(key)
             self._book.close(*key)
-
-    def records_per_batch(self, key: Key) -> float | None:
-        """Running mean of records per source batch copied for this partition (None before
-        the first). Compare with SMALL_BATCH_RECORDS."""
-        return self._per_batch.get(key)
 
     def high_watermark(self, key: Key) -> int | None:
         """The source partition's end offset as the last fetch saw it (lag metrics)."""
@@ -243,8 +238,14 @@ class BatchCopier:
                 self._stop(key, Fallback(cursor, reason))
                 return
             if copy:
-                mean = self._per_batch.get(key, float(batch.record_count))
-                self._per_batch[key] = mean + _EWMA * (batch.record_count - mean)
+                small = self.sizes.add(key, batch.record_count)
+                if small is not None:
+                    reason = (
+                        f"source batches average {small:.1f} records, below "
+                        f"{self.sizes.threshold:.0f}: a producer that re-batches is cheaper"
+                    )
+                    self._stop(key, Fallback(cursor, reason))
+                    return
                 self._session.enqueue(target, Pending(key, batch, batch.next_offset))
                 book.handed(batch.next_offset)
             else:
@@ -274,6 +275,7 @@ class BatchCopier:
                 del self._stopping[key]
                 del self._targets[key]
                 self._session.drop(target)
+                self.sizes.forget(key)
                 self._fallbacks[key] = fallback
 
     def _acknowledged(self) -> int:
