@@ -99,6 +99,12 @@ def configure(
     root.setLevel(python_level(level))
     # librdkafka is chatty at DEBUG and its INFO is what operators need.
     logging.getLogger("kmirror.librdkafka").setLevel(max(python_level(level), logging.INFO))
+    # kafka-python (the batch path's protocol) logs every connection's life at INFO: a dozen
+    # lines each time the batch path (re)starts. Its warnings stay; DEBUG shows everything.
+    quiet = python_level(level) > logging.DEBUG
+    logging.getLogger("kafka").setLevel(
+        max(python_level(level), logging.WARNING) if quiet else python_level(level)
+    )
 
 
 def configure_for(config: MirrorConfig) -> None:

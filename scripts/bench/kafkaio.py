@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import Any
@@ -161,3 +162,21 @@ def count_committed(bootstrap: str, topic: str, partitions: int, timeout: float 
         return counts
     finally:
         c.close()
+
+
+def group_settled(bootstrap: str, group: str, members: int, timeout: float = 60) -> float | None:
+    """Wait until the consumer group is stable with `members` members, each holding
+    partitions; the seconds waited, None on timeout. A mirror whose second stream joined after
+    the first took every partition rebalances a few seconds later (the classic protocol learns
+    of it at the next heartbeat): a latency phase measured across that is not steady state."""
+    from confluent_kafka import ConsumerGroupState
+
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        with contextlib.suppress(KafkaException):
+            desc = admin(bootstrap).describe_consumer_groups([group])[group].result(timeout=10)
+            holding = [m for m in desc.members if m.assignment.topic_partitions]
+            if desc.state == ConsumerGroupState.STABLE and len(holding) == members:
+                return time.monotonic() - t0
+        time.sleep(0.2)
+    return None

@@ -264,6 +264,9 @@ class Bench:
         try:
             self._watch_drain(w, c, tree, source_end, res, f"bench-{run_id}")
             if res["verified"] and w.latency:
+                if c.kind == "kmirror":
+                    settled = kafkaio.group_settled(self.src, f"bench-{run_id}", c.parallelism)
+                    res["group_settled_s"] = settled
                 self._latency_phase(w, tree, lat_topic, res, c.exactly_once)
         finally:
             res["peak_rss_mb"] = tree.peak_rss / 2**20

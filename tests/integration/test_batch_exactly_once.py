@@ -188,3 +188,22 @@ def test_a_batch_path_owner_fences_a_record_path_producer(
         assert consume_all(clusters.target_bootstrap, dst) == []
     finally:
         owner.close()
+
+
+def test_auto_hands_a_partition_of_tiny_batches_to_the_record_path_transactions(
+    tmp_path: Path, clusters: Clusters, make_topic: MakeTopic, unique_name: Callable[[str], str]
+) -> None:
+    # Partition 0: one record per batch (auto moves it); partition 1: large batches (stay).
+    topic = make_topic(clusters.source_bootstrap, partitions=2)
+    tiny = [r | {"partition": 0} for r in records(600)]
+    produce(clusters.source_bootstrap, topic, tiny, **{"linger.ms": 0, "batch.num.messages": 1})
+    produce(clusters.source_bootstrap, topic, [r | {"partition": 1} for r in records(3000)])
+    group = unique_name("g")
+    args = [*eos_args(tmp_path, clusters, group, topic), "--engine", "auto"]
+    with MirrorProcess(args, tmp_path / "mirror.log") as m:
+        wait_until(lambda: committed_all(clusters, group, topic), 90, 0.3, "all committed")
+        assert m.stop() == 0, m.log
+    moved = [ln for ln in m.log.splitlines() if "source batches average" in ln]
+    assert len(moved) == 1 and f"{topic}[0]" in moved[0], m.log
+    assert "the record path's transactional producer continues" in m.log, m.log
+    assert_exactly_once(clusters, topic)

@@ -65,3 +65,22 @@ def test_a_mirror_process_logs_as_its_config_says_and_masks_its_secrets(
 def test_the_entrypoint_names_a_bad_log_format(root: logging.Logger) -> None:
     with pytest.raises(ConfigError, match="KMIRROR_LOG_FORMAT must be text or json, not 'xml'"):
         logsetup.configure_from_env({"KMIRROR_LOG_FORMAT": "xml"}, [])
+
+
+def test_kafka_python_connection_chatter_is_quiet_unless_debugging(
+    root: logging.Logger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    kafka = logging.getLogger("kafka.net.connection")
+    logsetup.configure("INFO", pattern="%p %c: %m")
+    kafka.info("Connected")
+    kafka.warning("connection lost")
+    logging.getLogger("kmirror.x").info("copying")
+    assert err.getvalue() == (
+        "WARNING kafka.net.connection: connection lost\nINFO kmirror.x: copying\n"
+    )
+    logsetup.configure("DEBUG", pattern="%p %c: %m")
+    kafka.info("Connected")
+    assert err.getvalue().endswith("INFO kafka.net.connection: Connected\n")
+    logging.getLogger("kafka").setLevel(logging.NOTSET)

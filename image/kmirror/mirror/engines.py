@@ -44,6 +44,5 @@ def engine_for(config: MirrorConfig, *, announce: bool = True) -> CopierFactory:
         if announce:
             log.info("engine auto: the record path copies everything (%s)", why)
         return RecordCopier
-    if config.exactly_once:
-        return TransactionalHybridCopier
-    return functools.partial(HybridCopier, adaptive=config.engine == "auto")
+    hybrid = TransactionalHybridCopier if config.exactly_once else HybridCopier
+    return functools.partial(hybrid, adaptive=config.engine == "auto")

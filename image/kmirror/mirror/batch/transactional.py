@@ -132,9 +132,14 @@ class TransactionalBatchCopier(BatchCopier):
     """BatchCopier whose partitions each write in their own transaction (see the module doc)."""
 
     def __init__(
-        self, config: MirrorConfig, book: ProgressBook, metrics: WorkerMetrics | None = None
+        self,
+        config: MirrorConfig,
+        book: ProgressBook,
+        metrics: WorkerMetrics | None = None,
+        *,
+        leave_small: bool = False,
     ) -> None:
-        super().__init__(config, book, metrics)
+        super().__init__(config, book, metrics, leave_small=leave_small)
         self._config = config
         self.progress_topic = config.progress_topic
         self.coordinators = Coordinators(self._target, self._poll)
