@@ -25,6 +25,7 @@ from kmirror.mirror.progress import ProgressBook
 from tests.conftest import MakeTopic
 from tests.integration.batchcopy import mirror_config, raw_batches
 from tests.integration.test_batch_copier import _transactions, records
+from tests.integration.test_engine import tiny_and_large_batches
 from tests.integration.test_exactly_once import assert_exactly_once, committed_all, eos_args
 from tests.kafkatools import (
     Clusters,
@@ -193,11 +194,7 @@ def test_a_batch_path_owner_fences_a_record_path_producer(
 def test_auto_hands_a_partition_of_tiny_batches_to_the_record_path_transactions(
     tmp_path: Path, clusters: Clusters, make_topic: MakeTopic, unique_name: Callable[[str], str]
 ) -> None:
-    # Partition 0: one record per batch (auto moves it); partition 1: large batches (stay).
-    topic = make_topic(clusters.source_bootstrap, partitions=2)
-    tiny = [r | {"partition": 0} for r in records(600)]
-    produce(clusters.source_bootstrap, topic, tiny, **{"linger.ms": 0, "batch.num.messages": 1})
-    produce(clusters.source_bootstrap, topic, [r | {"partition": 1} for r in records(3000)])
+    topic = tiny_and_large_batches(clusters, make_topic)  # auto moves partition 0 only
     group = unique_name("g")
     args = [*eos_args(tmp_path, clusters, group, topic), "--engine", "auto"]
     with MirrorProcess(args, tmp_path / "mirror.log") as m:

@@ -114,15 +114,20 @@ def _in_order(src: list[object], dst: list[object]) -> bool:
     return all(any(d == s for d in it) for s in src)
 
 
-def test_auto_moves_a_partition_of_tiny_batches_to_the_record_path_early(
-    tmp_path: Path, clusters: Clusters, make_topic: MakeTopic, unique_name: Callable[[str], str]
-) -> None:
-    # Partition 0: one record per batch (where a producer that re-batches is cheaper);
-    # partition 1: large batches (copied as they are). The default engine is auto.
+def tiny_and_large_batches(clusters: Clusters, make_topic: MakeTopic) -> str:
+    """A source topic whose partition 0 holds 600 one-record batches (where a producer that
+    re-batches is cheaper) and partition 1 3,000 records in large batches (copied as they are)."""
     topic = make_topic(clusters.source_bootstrap, partitions=2)
     tiny = [r | {"partition": 0} for r in records(600)]
     produce(clusters.source_bootstrap, topic, tiny, **{"linger.ms": 0, "batch.num.messages": 1})
     produce(clusters.source_bootstrap, topic, [r | {"partition": 1} for r in records(3000)])
+    return topic
+
+
+def test_auto_moves_a_partition_of_tiny_batches_to_the_record_path_early(
+    tmp_path: Path, clusters: Clusters, make_topic: MakeTopic, unique_name: Callable[[str], str]
+) -> None:
+    topic = tiny_and_large_batches(clusters, make_topic)
     src = consume_all(clusters.source_bootstrap, topic)
     source_batches = [len(raw_batches(clusters.source_bootstrap, topic, p)) for p in (0, 1)]
     assert source_batches[0] == 600 and source_batches[1] < 30, source_batches
