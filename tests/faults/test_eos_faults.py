@@ -73,3 +73,17 @@ def test_stream_process_killed_eos(
     test_faults.test_stream_process_killed(
         mode, clusters, make_topic, target_cleanup, tmp_path, fault_results
     )
+
+
+@MODES
+def test_target_down_eos(
+    mode: str, clusters: Clusters, kafka_local: KafkaLocal, make_topic: MakeTopic,
+    target_cleanup: list[str], tmp_path: Path, fault_results: Record, exactly_once: None,
+) -> None:  # fmt: skip
+    """The target cluster stopped under the mirror (120 s in the full tier) with the default
+    abort.on.send.failure=true: whatever the mirror does meanwhile (exit, be restarted as a
+    Deployment would), once the target is back every record is there once."""
+    res = test_faults._target_down(
+        True, mode, clusters, kafka_local, make_topic, target_cleanup, tmp_path, fault_results
+    )
+    assert res.mirror_exits[-1] == 0, res.mirror_exits  # the final stop was clean

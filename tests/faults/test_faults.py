@@ -33,6 +33,7 @@ from tests.faults.harness import (
     mirror_args,
     topic_name,
 )
+from tests.faults.validation import confirm_exactly_once
 from tests.kafkatools import Clusters, consume_all, end_offsets, produce, wait_until
 from tests.mirrorproc import MirrorProcess
 
@@ -79,6 +80,8 @@ def _finish(
     if harness.EXACTLY_ONCE:
         assert res.duplicates == 0, f"{res.duplicates} duplicates under --exactly-once"
         assert res.order_violations == 0, f"{res.order_violations} partitions out of order"
+        if res.mode == "full":  # the validation job confirms the harness's count
+            res.details["validation"] = confirm_exactly_once(clusters, topic)
 
 
 def _setup(
