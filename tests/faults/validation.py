@@ -5,31 +5,20 @@ confirms. Full tier only: a Spark start costs about half a minute per scenario."
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from typing import Any
 
 from tests.kafkatools import Clusters
-
-SPARK = ["--master", "local[2]", "--spark-conf", "spark.ui.enabled=false",
-         "--spark-conf", "spark.sql.shuffle.partitions=2"]  # fmt: skip
+from tests.spark.test_cli import SPARK, run_cli
 
 
 def confirm_exactly_once(clusters: Clusters, topic: str) -> dict[str, Any]:
     """Run the validation job over the scenario's topic; its totals. Raises AssertionError
     unless it says OK with 0 missing and 0 duplicates."""
-    proc = subprocess.run(
-        [
-            *(sys.executable, "-m", "kmirror_validate"),
-            *("--source-bootstrap-servers", clusters.source_bootstrap),
-            *("--target-bootstrap-servers", clusters.target_bootstrap),
-            *("--topics", topic, "--exactly-once", "--duplicates", "fail"),
-            *("--json", "--no-progress", *SPARK),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
+    proc = run_cli(
+        *("--source-bootstrap-servers", clusters.source_bootstrap),
+        *("--target-bootstrap-servers", clusters.target_bootstrap),
+        *("--topics", topic, "--exactly-once", "--duplicates", "fail"),
+        *("--json", "--no-progress", *SPARK),
     )
     assert proc.returncode == 0, f"validation job exit {proc.returncode}:\n{proc.stderr[-3000:]}"
     doc = json.loads(proc.stdout)
