@@ -64,8 +64,8 @@ class Launch:
 class Contender:
     """kind 'kmirror': parallelism = --num.streams; kind 'mm2': parallelism = tasks.max.
 
-    consumer/producer: extra client properties (experiments only; the benchmark's contenders
-    use none). env: extra environment (experiments only).
+    consumer/producer: extra client properties, env: extra environment, args: extra `kmirror
+    run` arguments (experiments only; the benchmark's contenders use none).
     """
 
     name: str
@@ -80,7 +80,9 @@ class Contender:
     # kmirror --exactly-once: transactions committed every EOS_COMMIT_INTERVAL_MS; the copy is
     # complete when the source group (committed after each transaction) reaches the end.
     exactly_once: bool = False
-    engine: str = "auto"  # kmirror's --engine (auto: the default; labels name any other)
+    # kmirror's --engine; "" passes none: the default engine, whatever it is called.
+    engine: str = ""
+    args: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -88,7 +90,7 @@ class Contender:
             base = f"kmirror --num.streams {self.parallelism}"
             if self.exactly_once:
                 base += " --exactly-once"
-            if self.engine != "auto":
+            if self.engine:
                 base += f" --engine {self.engine}"
         else:
             base = f"MirrorMaker 2 tasks.max={self.parallelism}"
@@ -104,7 +106,7 @@ class Contender:
         if self.exactly_once:
             out["exactly_once"] = {"offset.commit.interval.ms": EOS_COMMIT_INTERVAL_MS}
         if self.kind == "kmirror":
-            out["engine"] = self.engine
+            out["engine"] = self.engine or "default"
         if self.kind == "mm2":
             out["producer"] = dict(MM2_PRODUCER)
             out["consumer"] = dict(MM2_CONSUMER)
@@ -117,6 +119,8 @@ class Contender:
             out["env"] = dict(self.env)
         if self.mm2_props:
             out["mm2_props"] = dict(self.mm2_props)
+        if self.args:
+            out["args"] = list(self.args)
         return out
 
     def prepare(
@@ -146,8 +150,9 @@ class Contender:
             commit_interval_ms=EOS_COMMIT_INTERVAL_MS if self.exactly_once else None,
             extra=[
                 *("--num.streams", str(self.parallelism), "--metrics-port", "0"),
-                *("--engine", self.engine),
+                *(("--engine", self.engine) if self.engine else ()),
                 *(["--exactly-once"] if self.exactly_once else []),
+                *self.args,
             ],
         )
         cmd = [sys.executable, "-m", self.module, *args]
@@ -233,15 +238,13 @@ def kafka_jar_dir() -> Path:
 
 
 def default_contenders() -> list[Contender]:
-    """kmirror on its default engine (auto) at MM2's parallelism, exactly-once on both engines,
-    and the record path alone (the engine before the batch path, and where auto sends small
-    source batches)."""
+    """kmirror on its default engine at MM2's parallelism (1 and 2), and exactly-once. The
+    record path alone (`--engine record`, the engine until session 4) is an experiment now:
+    `--experiments record,record-eos` (scripts/bench/experiments.py)."""
     return [
         Contender("kmirror-1", "kmirror", 1),
         Contender("kmirror-2", "kmirror", 2),
         Contender("kmirror-1-eos", "kmirror", 1, exactly_once=True),
-        Contender("kmirror-record-1", "kmirror", 1, engine="record"),
-        Contender("kmirror-record-1-eos", "kmirror", 1, exactly_once=True, engine="record"),
         Contender("mm2-1", "mm2", 1),
         Contender("mm2-2", "mm2", 2),
     ]

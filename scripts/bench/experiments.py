@@ -1,45 +1,74 @@
-"""kmirror variants for trying engine tweaks without editing the engine.
+"""kmirror variants beyond the benchmark's contenders: `--experiments NAME[:STREAMS],...`.
 
-    python -m scripts.bench.run --full --only kmirror-1 --experiments linger50,batch20k
+    python -m scripts.bench.run --full --only kmirror-1,mm2-1 --experiments record,batch20k:2
 
-Client settings go through the MM1 --consumer.config / --producer.config files, exactly as a
-user would set them. The consume batch and timeout are the engine's `Tuning` (constructor
-arguments, not user settings): the variant runs kmirror through scripts/bench/kmirror_patched.py,
-which passes them from KMIRROR_BENCH_CONSUME_* to every stream process.
+Each one is a `Contender` (scripts/bench/contenders.py) built from the entry below: its fields
+are the contender's (engine, exactly_once, args = extra `kmirror run` arguments, consumer /
+producer = client properties written into the MM1 files, as a user would set them, env,
+module), plus `name` (default kmirror-<streams>-<experiment>). A new variant (say the schema-ID
+`translate` mode of issue 23) is one entry here: `"translate": Experiment(args=(...))`.
+
+The consume batch and timeout are the record path's `Tuning` (constructor arguments, not user
+settings): those variants run kmirror through scripts/bench/kmirror_patched.py, which passes
+them from KMIRROR_BENCH_CONSUME_* to every stream process.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from scripts.bench.contenders import Contender
 
 PATCHED = "scripts.bench.kmirror_patched"
 
-EXPERIMENTS: dict[str, dict[str, object]] = {
+
+@dataclass(frozen=True)
+class Experiment:
+    engine: str = ""
+    exactly_once: bool = False
+    args: tuple[str, ...] = ()
+    consumer: dict[str, str] = field(default_factory=dict)
+    producer: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    module: str = "kmirror.cli.main"
+    name: str = ""
+
+
+# The tweaks below are the record path's (the engine measured before the batch path).
+R = "record"
+EXPERIMENTS: dict[str, Experiment] = {
+    # The record path alone, the engine all contenders ran until session 4 (and where the
+    # default engine sends what it cannot copy as batches).
+    "record": Experiment(engine="record", name="kmirror-record-1"),
+    "record-eos": Experiment(engine="record", exactly_once=True, name="kmirror-record-1-eos"),
+    # The batch path alone, and the hybrid's adaptive choice named explicitly.
+    "engine-batch": Experiment(engine="batch"),
+    "engine-auto": Experiment(engine="auto"),
     # Producer: longer linger, bigger batches per request.
-    "linger50": {"producer": {"linger.ms": "50"}},
-    "linger0": {"producer": {"linger.ms": "0"}},
+    "linger50": Experiment(R, producer={"linger.ms": "50"}),
+    "linger0": Experiment(R, producer={"linger.ms": "0"}),
     # Consumer: more prefetched per partition, bigger fetches.
-    "fetch4m": {
-        "consumer": {
+    "fetch4m": Experiment(
+        R,
+        consumer={
             "max.partition.fetch.bytes": "4194304",
             "fetch.max.bytes": "104857600",
             "queued.min.messages": "1000000",
-        }
-    },
+        },
+    ),
     # Engine tuning: records per consume() call.
-    "batch1k": {"env": {"KMIRROR_BENCH_CONSUME_BATCH": "1000"}, "module": PATCHED},
-    "batch20k": {"env": {"KMIRROR_BENCH_CONSUME_BATCH": "20000"}, "module": PATCHED},
-    # consume() waits for a full batch or this timeout (0.2 s): at low rates, every record
-    # waits up to the timeout.
-    "timeout50ms": {"env": {"KMIRROR_BENCH_CONSUME_TIMEOUT_S": "0.05"}, "module": PATCHED},
+    "batch1k": Experiment(R, env={"KMIRROR_BENCH_CONSUME_BATCH": "1000"}, module=PATCHED),
+    "batch20k": Experiment(R, env={"KMIRROR_BENCH_CONSUME_BATCH": "20000"}, module=PATCHED),
+    # The wait for a first record when nothing is buffered (0.2 s).
+    "timeout50ms": Experiment(R, env={"KMIRROR_BENCH_CONSUME_TIMEOUT_S": "0.05"}, module=PATCHED),
     # Delivery reports for failed records only: no Python callback per acknowledged record.
     # The engine needs reports only for failures (flush() waits for all anyway); the latency
     # metric samples acknowledged records and would go quiet.
-    "dronlyerr": {"producer": {"delivery.report.only.error": "true"}},
+    "dronlyerr": Experiment(R, producer={"delivery.report.only.error": "true"}),
     # No stats callback (statistics.interval.ms=0): the JSON parse every 5 s.
-    "nostats": {"consumer": {"statistics.interval.ms": "0"}},
+    "nostats": Experiment(R, consumer={"statistics.interval.ms": "0"}),
     # The batch path (issue 12): BatchCopier in one process (scripts/bench/kmirror_batch.py).
-    "batch": {"module": "scripts.bench.kmirror_batch", "name": "kmirror-batch"},
+    "batch": Experiment(module="scripts.bench.kmirror_batch", name="kmirror-batch"),
 }
 
 
@@ -53,16 +82,17 @@ def experiment_contenders(spec: str) -> list[Contender]:
         n = int(streams or 1)
         out.append(
             Contender(
-                str(e.get("name", f"kmirror-{n}-{name}")),
+                e.name or f"kmirror-{n}-{name}",
                 "kmirror",
                 n,
-                consumer=dict(e.get("consumer", {})),  # type: ignore[call-overload]
-                producer=dict(e.get("producer", {})),  # type: ignore[call-overload]
-                env=dict(e.get("env", {})),  # type: ignore[call-overload]
-                module=str(e.get("module", "kmirror.cli.main")),
-                variant=name,
-                # The tweaks are the record path's (the engine measured before the batch path).
-                engine="record",
+                consumer=e.consumer,
+                producer=e.producer,
+                env=e.env,
+                module=e.module,
+                variant="" if e.name else name,
+                exactly_once=e.exactly_once,
+                engine=e.engine,
+                args=e.args,
             )
         )
     return out

@@ -63,12 +63,18 @@ def end_offsets(bootstrap: str, topic: str, partitions: int, timeout: float = 30
         time.sleep(0.2)
 
 
-def create_topic(bootstrap: str, name: str, partitions: int, timeout: float = 60) -> None:
+def create_topic(
+    bootstrap: str,
+    name: str,
+    partitions: int,
+    timeout: float = 60,
+    config: dict[str, str] | None = None,
+) -> None:
     """Create and wait until every partition has a leader (retries while a delete settles)."""
     deadline = time.monotonic() + timeout
     while True:
         fut = admin(bootstrap).create_topics(
-            [NewTopic(name, num_partitions=partitions, replication_factor=1)],
+            [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})],
             operation_timeout=30,
         )[name]
         try:

@@ -1,11 +1,15 @@
-"""Minimal confluent-kafka loops: the Python client's own ceilings, and the preloader.
+"""Minimal confluent-kafka loops: the Python client's own ceilings, the preloader and the
+sustained phase's paced load.
 
 Run as a subprocess so the harness measures them like any contender (own process, own CPU):
 
     python -m scripts.bench.loops produce BOOTSTRAP TOPIC RECORDS SIZE [--partitions 8]
+    python -m scripts.bench.loops paced BOOTSTRAP TOPIC RATE SECONDS SIZE [--partitions 8]
     python -m scripts.bench.loops consume BOOTSTRAP TOPIC RECORDS
 
-Both print one JSON object on stdout. Both use kmirror's own client defaults
+`produce` and `paced` take the record shape: `--max-size` (sizes log-uniform from SIZE),
+`--keys` (keyed records, the partitioner places them) and `--set KEY=VALUE` producer settings.
+Each prints one JSON object on stdout. They use kmirror's own client defaults
 (PRODUCER_DEFAULTS + PRODUCER_FORCED, CONSUMER_DEFAULTS + CONSUMER_FORCED), so the ceilings show
 what the same client settings can do without the mirror around them.
 """
@@ -15,7 +19,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
+import random
 import sys
 import time
 import uuid
@@ -73,33 +79,66 @@ def payload(size: int) -> bytes:
     return os.urandom(size)
 
 
-def produce(
-    bootstrap: str,
-    topic: str,
-    records: int,
-    size: int,
-    partitions: int,
-    settings: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """records values of size bytes, no key, partition i % partitions; flushed and acknowledged.
-    settings: producer overrides (the shape of the source's batches: linger, codec)."""
-    failed = [0]
+VALUE_POOL = 4096  # distinct values of a mixed-size shape (drawn once, reused)
+KEY_STRIDE = 7919  # a prime: record i gets key (i * stride) mod keys, every key in turn
 
+
+class Records:
+    """Record i's key, value and partition: a fixed size and no key (partition i mod n), or
+    sizes drawn log-uniformly from size..max_size and keys the partitioner places."""
+
+    def __init__(self, size: int, max_size: int, keys: int, partitions: int) -> None:
+        rng = random.Random(size * 31 + max_size)
+        if max_size > size:
+            lo, hi = math.log(size), math.log(max_size)
+            sizes = [round(math.exp(rng.uniform(lo, hi))) for _ in range(VALUE_POOL)]
+            blob = payload(max_size)
+            # One random blob, windows of it: values differ without drawing MBs of randomness.
+            self.values = [blob[: n - 8] + rng.randbytes(8) for n in sizes]
+        else:
+            self.values = [payload(size)]
+        self.keys = [b"key-%08d" % k for k in range(keys)]
+        self.partitions = partitions
+
+    def kwargs(self, i: int) -> dict[str, Any]:
+        values = self.values
+        value = values[i % len(values)]
+        if self.keys:
+            return {"value": value, "key": self.keys[i * KEY_STRIDE % len(self.keys)]}
+        return {"value": value, "partition": i % self.partitions}
+
+
+def _producer(bootstrap: str, settings: Mapping[str, str] | None, failed: list[int]) -> Producer:
     def on_delivery(err: KafkaError | None, msg: Message) -> None:
         if err is not None:
             failed[0] += 1
 
-    producer = Producer(
-        {**producer_conf(bootstrap), **(settings or {}), "on_delivery": on_delivery}
-    )
-    value = payload(size)
+    return Producer({**producer_conf(bootstrap), **(settings or {}), "on_delivery": on_delivery})
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    records: int,
+    shape: Records,
+    settings: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """`records` records of `shape`, as fast as the producer takes them; flushed and
+    acknowledged. settings: producer overrides (the shape of the source's batches: linger,
+    codec)."""
+    failed = [0]
+    producer = _producer(bootstrap, settings, failed)
     produce_ = producer.produce
     poll = producer.poll
+    kwargs = shape.kwargs
+    nbytes = 0
     t0 = time.monotonic()
     for i in range(records):
+        kw = kwargs(i)
+        nbytes += len(kw["value"])
         while True:
             try:
-                produce_(topic, value, partition=i % partitions)
+                produce_(topic, **kw)
                 break
             except BufferError:
                 poll(0.05)
@@ -109,10 +148,52 @@ def produce(
     seconds = time.monotonic() - t0
     return {
         "records": records,
-        "bytes": records * size,
+        "bytes": nbytes,
         "seconds": seconds,
         "rate_rps": records / seconds,
-        "rate_mbps": records * size / seconds / 1e6,
+        "rate_mbps": nbytes / seconds / 1e6,
+        "errors": failed[0] + remaining,
+    }
+
+
+PACE_TICK_S = 0.005
+
+
+def paced(
+    bootstrap: str,
+    topic: str,
+    rate: float,
+    seconds: float,
+    shape: Records,
+    settings: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """`rate` records/s of `shape` for `seconds`, sent every 5 ms as they fall due. A producer
+    that cannot keep up falls behind: `rate_rps` (what it achieved) says so."""
+    failed = [0]
+    producer = _producer(bootstrap, settings, failed)
+    total = int(rate * seconds)
+    kwargs = shape.kwargs
+    sent = nbytes = 0
+    t0 = time.monotonic()
+    while sent < total:
+        due = min(total, int((time.monotonic() - t0) * rate) + 1)
+        while sent < due:
+            kw = kwargs(sent)
+            try:
+                producer.produce(topic, **kw)
+            except BufferError:
+                producer.poll(0.01)
+                continue
+            nbytes += len(kw["value"])
+            sent += 1
+        producer.poll(PACE_TICK_S)
+    send_s = time.monotonic() - t0
+    remaining = producer.flush(60)
+    return {
+        "records": sent,
+        "bytes": nbytes,
+        "seconds": send_s,
+        "rate_rps": sent / send_s,
         "errors": failed[0] + remaining,
     }
 
@@ -148,6 +229,14 @@ def consume(bootstrap: str, topic: str, records: int) -> dict[str, Any]:
     }
 
 
+def _shape_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("size", type=int)
+    p.add_argument("--max-size", type=int, default=0, help="sizes log-uniform from SIZE to this")
+    p.add_argument("--keys", type=int, default=0, help="keyed records over this many keys")
+    p.add_argument("--partitions", type=int, default=8, help="unkeyed: record i to i mod this")
+    p.add_argument("--set", action="append", default=[], help="producer setting KEY=VALUE")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m scripts.bench.loops")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -155,21 +244,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     pp.add_argument("bootstrap")
     pp.add_argument("topic")
     pp.add_argument("records", type=int)
-    pp.add_argument("size", type=int)
-    pp.add_argument("--partitions", type=int, default=8)
-    pp.add_argument("--set", action="append", default=[], help="producer setting KEY=VALUE")
+    _shape_args(pp)
+    pc = sub.add_parser("paced")
+    pc.add_argument("bootstrap")
+    pc.add_argument("topic")
+    pc.add_argument("rate", type=float)
+    pc.add_argument("seconds", type=float)
+    _shape_args(pc)
     cp = sub.add_parser("consume")
     cp.add_argument("bootstrap")
     cp.add_argument("topic")
     cp.add_argument("records", type=int)
     args = p.parse_args(argv)
-    if args.cmd == "produce":
-        settings = dict(kv.split("=", 1) for kv in args.set)
-        out = produce(
-            args.bootstrap, args.topic, args.records, args.size, args.partitions, settings
-        )
-    else:
+    if args.cmd == "consume":
         out = consume(args.bootstrap, args.topic, args.records)
+    else:
+        settings = dict(kv.split("=", 1) for kv in args.set)
+        shape = Records(args.size, args.max_size, args.keys, args.partitions)
+        if args.cmd == "produce":
+            out = produce(args.bootstrap, args.topic, args.records, shape, settings)
+        else:
+            out = paced(args.bootstrap, args.topic, args.rate, args.seconds, shape, settings)
     print(json.dumps(out))
     return 0 if out["errors"] == 0 else 1
 

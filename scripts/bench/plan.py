@@ -1,0 +1,243 @@
+"""What a benchmark run does: the workloads (backlogs and the shape of their source batches),
+the contenders, the phases and their sizes, for `--full` (`make bench`) and `--smoke`
+(`make bench-smoke`). docs/benchmarks.md describes every figure here; change both together."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field, replace
+
+from scripts.bench.contenders import Contender, default_contenders
+
+# A full run's drain copies until the backlog is on the target or for this long, whichever comes
+# first: the backlogs below give the fastest contender (kmirror's batch path) at least 10 s on a
+# quiet machine, and a slower contender is measured over the same window instead of copying
+# for minutes.
+FULL_MAX_COPY_S = 12.0
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How the records look and how the source's batches are made.
+
+    Values are random bytes of `size` bytes, or, with `max_size`, of a size drawn log-uniformly
+    from size..max_size (more small records than large ones). `keys`: that many distinct keys,
+    the producer's partitioner places them (0: no key, record i goes to partition i mod n).
+    `producers`: producer processes that load the topic at once, each with `producer`
+    (librdkafka settings over kmirror's producer defaults)."""
+
+    size: int
+    max_size: int = 0
+    keys: int = 0
+    producers: int = 1
+    producer: tuple[tuple[str, str], ...] = ()
+    caps: tuple[int, ...] = ()
+
+    @property
+    def mean_size(self) -> float:
+        if not self.max_size:
+            return float(self.size)
+        import math
+
+        return (self.max_size - self.size) / math.log(self.max_size / self.size)
+
+    def loop_args(self, producer: int = 0) -> list[str]:
+        """The shape of producer number `producer` as `scripts.bench.loops` options."""
+        out = [f"--set={k}={v}" for k, v in self.producer]
+        if self.caps:
+            out.append(f"--set=batch.num.messages={self.caps[producer % len(self.caps)]}")
+        if self.max_size:
+            out.append(f"--max-size={self.max_size}")
+        if self.keys:
+            out.append(f"--keys={self.keys}")
+        return out
+
+
+# Like a real cluster: several producers with linger.ms=0 (Kafka's default before 4.0), keyed
+# records of 100 B - 2 KB over 16 partitions, placed by key with the Java client's partitioner.
+# linger 0 sends whatever is queued when a request can go: a producer that runs flat out (a
+# preload) fills every batch to its batch.num.messages, one that trickles sends 1-record
+# batches. The caps stand for producers of different rates: batches of 5, 10, 25 and 50
+# records, from 1 at low load (the sustained phase's first steps).
+MIXED = Shape(
+    100,
+    max_size=2048,
+    keys=10_000,
+    producers=4,
+    producer=(("linger.ms", "0"), ("partitioner", "murmur2_random")),
+    caps=(5, 10, 25, 50),
+)
+
+SMOKE_MIXED = replace(MIXED, producers=2, caps=(10, 50))
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    records: int
+    shape: Shape
+    partitions: int = 8
+    # Records per ceiling run (ProducerPerformance, the confluent-kafka loops); 0: none.
+    ceiling_records: int = 0
+    # Contenders (by name) this workload does not run.
+    skip: frozenset[str] = frozenset()
+
+    @property
+    def topic(self) -> str:
+        return f"bench-{self.name.lower()}"
+
+    @property
+    def size(self) -> int:
+        """Bytes per record, for MB/s (the mean for mixed sizes)."""
+        return round(self.shape.mean_size)
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "topic": self.topic,
+            "records": self.records,
+            "partitions": self.partitions,
+            "size": self.size,
+            "min_size": self.shape.size,
+            "max_size": self.shape.max_size or self.shape.size,
+            "keys": self.shape.keys,
+            "producers": self.shape.producers,
+            "producer": dict(self.shape.producer),
+            "caps": list(self.shape.caps),
+            "ceiling_records": self.ceiling_records,
+            "skip": sorted(self.skip),
+        }
+
+
+@dataclass(frozen=True)
+class Phases:
+    """The fixed-rate latency phase and the sustained-rate search. With `host`, a contender
+    runs them right after it copied that workload's whole backlog, in the same process (the
+    smoke run: no extra start); without, in one start of its own with no backlog (the full run,
+    whose drains are cut at max_copy_s)."""
+
+    latency_rate: int
+    latency_seconds: float
+    contenders: frozenset[str]  # empty: every contender
+    sustained: frozenset[str]
+    sustained_start: int  # records/s of the first step
+    sustained_step_s: float
+    sustained_steps: int  # at most this many steps per search
+    latency_partitions: int = 8
+    latency_size: int = 100
+    sustained_shape: Shape = MIXED
+    sustained_partitions: int = 16
+    host: str | None = None
+
+    def runs(self, name: str) -> bool:
+        return not self.contenders or name in self.contenders
+
+
+@dataclass
+class Plan:
+    mode: str
+    workloads: list[Workload]
+    reps: int
+    phases: Phases | None
+    drain_timeout_s: float
+    max_copy_s: float | None  # None: every drain copies the whole backlog
+    source: tuple[str, int]  # kafka-local cluster name, port
+    target: tuple[str, int]
+    contenders: list[Contender] = field(default_factory=default_contenders)
+    ceilings: list[str] = field(
+        default_factory=lambda: ["producer-perf", "python-produce", "python-consume"]
+    )
+
+    def contenders_for(self, w: Workload) -> list[Contender]:
+        return [c for c in self.contenders if c.name not in w.skip]
+
+
+EOS_ONLY = frozenset({"kmirror-1-eos"})  # exactly-once is measured on 100B and small only
+
+
+def full_workloads() -> list[Workload]:
+    """Backlogs for at least 10 s of the fastest contender on a quiet machine (the reference run
+    of 26 November 2026: kmirror's batch path 2.1 M x 100 B records/s, 0.29 M x 1 KB with two
+    streams; re-batching aims at ~1 M/s on small batches)."""
+    hundred = Shape(100)
+    return [
+        Workload("100B", 25_000_000, hundred, ceiling_records=6_000_000),
+        Workload("1KB", 4_000_000, Shape(1024), ceiling_records=2_000_000, skip=EOS_ONLY),
+        Workload(
+            "small",
+            12_000_000,
+            Shape(100, producer=(("linger.ms", "0"), ("batch.num.messages", "5"))),
+        ),
+        Workload(
+            "lz4", 25_000_000, Shape(100, producer=(("compression.type", "lz4"),)), skip=EOS_ONLY
+        ),
+        Workload("mixed", 5_000_000, MIXED, partitions=16, skip=EOS_ONLY),
+    ]
+
+
+def smoke_workloads() -> list[Workload]:
+    """Every contender and ceiling on 100 B records; the mixed workload's loaders and batch
+    shape with kmirror alone (a MirrorMaker 2 start costs 15-60 s on a busy machine)."""
+    mm2 = frozenset({"mm2-1", "mm2-2", "kmirror-2", "kmirror-1-eos"})
+    return [
+        # Enough records that the copy spans several of the harness's 100 ms polls of the
+        # target, so records/s has a window to be measured in.
+        Workload("100B", 100_000, Shape(100), ceiling_records=100_000),
+        Workload("mixed", 20_000, SMOKE_MIXED, partitions=16, skip=mm2),
+    ]
+
+
+def make_plan(args: argparse.Namespace) -> Plan:
+    full = args.mode == "full"
+    workloads = full_workloads() if full else smoke_workloads()
+    if args.records:
+        workloads = [replace(w, records=args.records) for w in workloads]
+    if args.records_1kb:
+        workloads = [
+            replace(w, records=args.records_1kb) if w.name == "1KB" else w for w in workloads
+        ]
+    if args.workloads:
+        wanted = set(args.workloads.split(","))
+        unknown = wanted - {w.name for w in workloads}
+        if unknown:
+            raise SystemExit(
+                f"unknown workload(s) {sorted(unknown)}; known: {[w.name for w in workloads]}"
+            )
+        workloads = [w for w in workloads if w.name in wanted]
+    phases = Phases(
+        latency_rate=args.latency_rate or (2000 if full else 200),
+        latency_seconds=args.latency_seconds or (10 if full else 3),
+        contenders=frozenset(),
+        sustained=frozenset(
+            (args.sustained or ("kmirror-1,mm2-1" if full else "kmirror-1")).split(",")
+        )
+        - {""},
+        sustained_start=args.sustained_start or (8000 if full else 1000),
+        sustained_step_s=4.0 if full else 2.0,
+        sustained_steps=args.sustained_steps or (9 if full else 2),
+        sustained_shape=MIXED if full else SMOKE_MIXED,
+        host=None if full else "100B",
+    )
+    plan = Plan(
+        mode="full" if full else "smoke",
+        workloads=workloads,
+        reps=args.reps or (3 if full else 1),
+        phases=None if args.no_phases else phases,
+        drain_timeout_s=600 if full else 180,
+        max_copy_s=args.max_copy_s or (FULL_MAX_COPY_S if full else None),
+        # A smoke run (CI, tests) never stops a full run's clusters: other names, other ports.
+        source=("bsrc" if full else "bsmoke-src", args.source_port or (19292 if full else 19592)),
+        target=("btgt" if full else "bsmoke-tgt", args.target_port or (29292 if full else 29592)),
+    )
+    if args.clusters:
+        plan.source = (f"{args.clusters}-src", plan.source[1])
+        plan.target = (f"{args.clusters}-tgt", plan.target[1])
+    if args.only:
+        wanted_c = set(args.only.split(","))
+        plan.contenders = [c for c in plan.contenders if c.name in wanted_c]
+        plan.ceilings = [c for c in plan.ceilings if c in wanted_c]
+    if args.experiments:
+        from scripts.bench.experiments import experiment_contenders
+
+        plan.contenders += experiment_contenders(args.experiments)
+    return plan
