@@ -2,8 +2,9 @@
 
 What the mirror meets depends on it (the batch path copies batches as they are; a producer
 re-batches), and confluent-kafka never shows batches, so this reads them with kafka-python:
-raw Fetch responses (v12), split into batches by kafka-python's `MemoryRecords`. It samples
-`SAMPLE_BYTES` at the start, the middle and the end of every partition.
+raw Fetch responses (v12), split into batches by kafka-python's `MemoryRecords`. It reads
+`SAMPLE_BYTES` (at least one batch) from the start, the middle and the last tenth of every
+partition.
 
     python -m scripts.bench.batchshape BOOTSTRAP TOPIC PARTITIONS
 
@@ -74,7 +75,7 @@ class _Source:
 
 
 def sample(bootstrap: str, topic: str, partitions: int) -> dict[str, Any]:
-    """Records per batch over the sampled batches of every partition (start, middle, end)."""
+    """Records per batch over the sampled batches of every partition."""
     source = _Source(bootstrap)
     counts: list[int] = []
     sizes: list[int] = []
@@ -82,17 +83,23 @@ def sample(bootstrap: str, topic: str, partitions: int) -> dict[str, Any]:
     try:
         for p in range(partitions):
             seen: set[int] = set()
-            data, high = source.fetch(topic, p, 0)
-            for offset in (0, high // 2, max(high - 2 * SAMPLE_BYTES // 100, 0)):
-                if offset:
-                    data, _ = source.fetch(topic, p, offset)
-                for batch in MemoryRecords(data):
-                    if batch.base_offset in seen or batch.is_control_batch:
-                        continue
-                    seen.add(batch.base_offset)
-                    counts.append(batch.records_count)
-                    sizes.append(batch.size_in_bytes)
-                    codecs.add(batch.compression_type)
+            _, high = source.fetch(topic, p, 0)
+            for start in (0, high // 2, high - high // 10):
+                offset, read = start, 0
+                while read < SAMPLE_BYTES and offset < high:
+                    data, high = source.fetch(topic, p, offset)
+                    batches = list(MemoryRecords(data))
+                    if not batches:
+                        break
+                    read += len(data)
+                    offset = batches[-1].next_offset
+                    for batch in batches:
+                        if batch.base_offset in seen or batch.is_control_batch:
+                            continue
+                        seen.add(batch.base_offset)
+                        counts.append(batch.records_count)
+                        sizes.append(batch.size_in_bytes)
+                        codecs.add(batch.compression_type)
     finally:
         source.close()
     return summarize(counts, sizes, codecs)

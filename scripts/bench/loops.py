@@ -83,13 +83,35 @@ VALUE_POOL = 4096  # distinct values of a mixed-size shape (drawn once, reused)
 KEY_STRIDE = 7919  # a prime: record i gets key (i * stride) mod keys, every key in turn
 
 
+WORDS = b"alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
+
+
+def text_value(rng: random.Random, size: int) -> bytes:
+    """A log-line-like value: a few numbers and words from a small vocabulary, compressible
+    about as much as real JSON events (lz4: a little over half the size)."""
+    out = b'{"id":%d,"user":"u%05d","ts":%d,"tags":"' % (
+        rng.getrandbits(40),
+        rng.randrange(100_000),
+        1_700_000_000_000 + rng.getrandbits(30),
+    )
+    while len(out) < size:
+        out += rng.choice(WORDS) + b" "
+    return out[: size - 2] + b'"}'
+
+
 class Records:
     """Record i's key, value and partition: a fixed size and no key (partition i mod n), or
-    sizes drawn log-uniformly from size..max_size and keys the partitioner places."""
+    sizes drawn log-uniformly from size..max_size and keys the partitioner places. Values are
+    random bytes (one value for a fixed size: compression is off), or, with `text`, a pool of
+    distinct compressible values."""
 
-    def __init__(self, size: int, max_size: int, keys: int, partitions: int) -> None:
+    def __init__(
+        self, size: int, max_size: int, keys: int, partitions: int, text: bool = False
+    ) -> None:
         rng = random.Random(size * 31 + max_size)
-        if max_size > size:
+        if text:
+            self.values = [text_value(rng, size) for _ in range(VALUE_POOL)]
+        elif max_size > size:
             lo, hi = math.log(size), math.log(max_size)
             sizes = [round(math.exp(rng.uniform(lo, hi))) for _ in range(VALUE_POOL)]
             blob = payload(max_size)
@@ -235,6 +257,7 @@ def _shape_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keys", type=int, default=0, help="keyed records over this many keys")
     p.add_argument("--partitions", type=int, default=8, help="unkeyed: record i to i mod this")
     p.add_argument("--set", action="append", default=[], help="producer setting KEY=VALUE")
+    p.add_argument("--text", action="store_true", help="compressible values (lz4 workload)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -260,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = consume(args.bootstrap, args.topic, args.records)
     else:
         settings = dict(kv.split("=", 1) for kv in args.set)
-        shape = Records(args.size, args.max_size, args.keys, args.partitions)
+        shape = Records(args.size, args.max_size, args.keys, args.partitions, args.text)
         if args.cmd == "produce":
             out = produce(args.bootstrap, args.topic, args.records, shape, settings)
         else:
