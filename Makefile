@@ -114,7 +114,7 @@ env-docs: venv ## Regenerate the variable table in docs/configuration.md from km
 module-graph: venv ## Redraw the package picture in docs/architecture.md from the imports
 	$(PY) -m scripts.modulegraph
 
-bench: setup ## Full benchmark: kmirror vs Apache MirrorMaker 2 (about 20 minutes)
+bench: setup ## Full benchmark: kmirror vs Apache MirrorMaker 2, 5 workloads, latency, sustained rate (about 35 min quiet; 30 GB free disk)
 	$(PY) -m scripts.bench.run --full
 
 bench-validate: setup ## Validation speed: digest mode over 2 M records per side vs a plain Spark read-and-count
@@ -126,7 +126,7 @@ bench-validate: setup ## Validation speed: digest mode over 2 M records per side
 bench-dr: setup ## Failover comparison on the local clusters: records re-read after a failover, kmirror vs MM2
 	$(PY) -m scripts.bench.dr_failover
 
-bench-smoke: setup ## 100,000 records through every contender and ceiling, checked by pytest (part of make test)
+bench-smoke: setup ## Small backlogs through every contender, ceiling and phase, checked by pytest (part of make test)
 	$(PYTEST) -m bench $(PYTEST_ARGS)
 
 clean: ## Remove the venv and build leftovers (the cache stays)

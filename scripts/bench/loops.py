@@ -88,7 +88,7 @@ WORDS = b"alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo li
 
 def text_value(rng: random.Random, size: int) -> bytes:
     """A log-line-like value: a few numbers and words from a small vocabulary, compressible
-    about as much as real JSON events (lz4: a little over half the size)."""
+    about as much as real JSON events (lz4: about half the size)."""
     out = b'{"id":%d,"user":"u%05d","ts":%d,"tags":"' % (
         rng.getrandbits(40),
         rng.randrange(100_000),

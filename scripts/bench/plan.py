@@ -72,9 +72,12 @@ MIXED = Shape(
 )
 
 SMOKE_MIXED = replace(MIXED, producers=2, caps=(10, 50))
+# 5 records per batch. Four loaders: each connection carries at most 5 requests of one batch
+# per partition, a ceiling on how fast one producer of tiny batches can load the source.
+SMALL = Shape(100, producers=4, producer=(("linger.ms", "0"), ("batch.num.messages", "5")))
 # Compressed at the source, copied compressed by the batch path. The values are log-line-like
-# text (lz4: a little over half their size); until session 6 every record held the same 100
-# bytes, which lz4 squeezed to almost nothing.
+# text (lz4: about half their size in batches of hundreds); until session 6 every record held
+# the same 100 bytes, which lz4 squeezed to almost nothing.
 LZ4 = Shape(100, producer=(("compression.type", "lz4"),), text=True)
 
 
@@ -170,11 +173,7 @@ def full_workloads() -> list[Workload]:
     return [
         Workload("100B", 30_000_000, hundred, ceiling_records=6_000_000),
         Workload("1KB", 4_000_000, Shape(1024), ceiling_records=2_000_000, skip=EOS_ONLY),
-        Workload(
-            "small",
-            12_000_000,
-            Shape(100, producer=(("linger.ms", "0"), ("batch.num.messages", "5"))),
-        ),
+        Workload("small", 12_000_000, SMALL),
         Workload("lz4", 40_000_000, LZ4, skip=EOS_ONLY),
         Workload("mixed", 6_000_000, MIXED, partitions=16, skip=EOS_ONLY),
     ]

@@ -61,6 +61,13 @@ def run_loops(
     return out
 
 
+# A loader queues records as fast as Python makes them; with small batches the source takes
+# them far slower (5 requests in flight per connection, one batch per partition each), and
+# kmirror's 60 s message timeout expired records still queued (the first 400,000-record `small`
+# preload under load lost most of them). A bounded queue makes produce() wait instead.
+LOADER = ("--set=queue.buffering.max.messages=100000", "--set=message.timeout.ms=600000")
+
+
 def preload(w: Workload, source: str, log_dir: Path, timeout_s: float) -> dict[str, Any]:
     """Create w.topic on the source and load w.records records of w's shape into it; the
     loaders' combined rate and the source's batch shape."""
@@ -71,7 +78,7 @@ def preload(w: Workload, source: str, log_dir: Path, timeout_s: float) -> dict[s
     common = [str(w.shape.size), f"--partitions={w.partitions}"]
     jobs = [
         (
-            ["produce", source, w.topic, str(share), *common, *w.shape.loop_args(i)],
+            ["produce", source, w.topic, str(share), *common, *LOADER, *w.shape.loop_args(i)],
             f"preload-{w.name}-{i}",
         )
         for i, share in enumerate(shares)

@@ -244,13 +244,14 @@ def chart(result: dict[str, Any], path: Path) -> None:
     phases = summ.get("phases", {})
     lat = [(n, s) for n, s in phases.items() if "latency_p50_ms" in s]
     ax = axes[1][0]
+    rate = result["meta"]["plan"].get("latency_rate_rps")
     if lat:
         xs = range(len(lat))
         ax.bar([x - 0.2 for x in xs], [s["latency_p50_ms"] for _, s in lat], 0.4, label="p50")
         ax.bar([x + 0.2 for x in xs], [s["latency_p99_ms"] for _, s in lat], 0.4, label="p99")
         ax.set_xticks(list(xs), [n for n, _ in lat], fontsize=7)
         ax.legend(fontsize=8)
-    ax.set_title(f"End-to-end latency at {result['meta']['plan']['latency_rate_rps']:,} rec/s")
+    ax.set_title(f"End-to-end latency at {rate:,} rec/s" if rate else "End-to-end latency")
     ax.set_ylabel("ms")
     sus = [(n, s) for n, s in phases.items() if "sustained_rps" in s]
     ax = axes[1][1]
