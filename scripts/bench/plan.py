@@ -200,6 +200,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
         workloads = [
             replace(w, records=args.records_1kb) if w.name == "1KB" else w for w in workloads
         ]
+    # The consume ceiling reads the backlog: never more than it holds.
+    workloads = [replace(w, ceiling_records=min(w.ceiling_records, w.records)) for w in workloads]
     if args.workloads:
         wanted = set(args.workloads.split(","))
         unknown = wanted - {w.name for w in workloads}
@@ -213,7 +215,11 @@ def make_plan(args: argparse.Namespace) -> Plan:
         latency_seconds=args.latency_seconds or (10 if full else 3),
         contenders=frozenset(),
         sustained=frozenset(
-            (args.sustained or ("kmirror-1,mm2-1" if full else "kmirror-1")).split(",")
+            (
+                args.sustained
+                if args.sustained is not None
+                else ("kmirror-1,mm2-1" if full else "kmirror-1")
+            ).split(",")
         )
         - {""},
         sustained_start=args.sustained_start or (8000 if full else 1000),

@@ -1,0 +1,159 @@
+"""The benchmark's own arithmetic, without a broker: the sustained phase's latency from two
+series of end offsets, the search's percentiles, the record shapes the loaders make, the plan's
+sizes and the report's ratios."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import pytest
+
+from scripts.bench import batchshape, plan, summary, sustained
+from scripts.bench.loops import Records
+
+pytestmark = pytest.mark.unit
+
+
+def test_latency_from_end_offsets_is_target_poll_minus_source_poll() -> None:
+    # One partition from offset 10. At t=1.0 the source holds 20 (10 new records), the target
+    # catches up with 5 of them at t=1.5 and with the rest at t=2.0; 5 more appended at t=2.0
+    # never reach the target.
+    polls: list[sustained.Poll] = [
+        (0.0, [10], [10]),
+        (1.0, [20], [10]),
+        (1.5, [20], [15]),
+        (2.0, [25], [20]),
+    ]
+    pairs = sustained.latencies(polls, [10])
+    assert pairs == [(500.0, 5), (1000.0, 5), (math.inf, 5)]
+    assert sustained.weighted_percentile(pairs, 50) == 1000.0
+    assert sustained.weighted_percentile(pairs, 99) == math.inf
+
+
+def test_latency_counts_every_partition_and_nothing_before_the_start() -> None:
+    polls: list[sustained.Poll] = [(0.0, [3, 0], [3, 0]), (0.05, [4, 2], [4, 2])]
+    pairs = sustained.latencies(polls, [3, 0])
+    assert sum(n for _, n in pairs) == 3
+    assert {v for v, _ in pairs} == {0.0}
+
+
+def test_weighted_percentile_of_nothing_is_nan() -> None:
+    assert math.isnan(sustained.weighted_percentile([], 99))
+
+
+def test_mixed_shape_gives_each_producer_its_cap() -> None:
+    shape = plan.MIXED
+    assert shape.producers == len(shape.caps)
+    assert "--set=batch.num.messages=5" in shape.loop_args(0)
+    assert "--set=batch.num.messages=50" in shape.loop_args(3)
+    assert "--keys=10000" in shape.loop_args(1)
+    # Log-uniform 100..2048: more small records than large ones.
+    assert 600 < shape.mean_size < 700
+
+
+def test_keyed_records_of_mixed_sizes() -> None:
+    records = Records(100, 2048, 50, 16)
+    sizes = [len(records.kwargs(i)["value"]) for i in range(4096)]
+    assert min(sizes) >= 100 and max(sizes) <= 2048
+    assert sorted(sizes)[len(sizes) // 2] < 1074  # median below the uniform mean
+    keys = {records.kwargs(i)["key"] for i in range(50)}
+    assert len(keys) == 50  # every key in turn
+    assert "partition" not in records.kwargs(0)
+
+
+def test_unkeyed_records_go_round_robin_and_text_has_the_size() -> None:
+    records = Records(100, 0, 0, 8)
+    assert [records.kwargs(i)["partition"] for i in range(9)] == [0, 1, 2, 3, 4, 5, 6, 7, 0]
+    text = Records(100, 0, 0, 8, text=True)
+    values = {text.kwargs(i)["value"] for i in range(100)}
+    assert len(values) == 100 and {len(v) for v in values} == {100}
+
+
+def _args(**kw: object) -> argparse.Namespace:
+    base: dict[str, object] = dict.fromkeys(
+        (
+            "records",
+            "records_1kb",
+            "workloads",
+            "latency_rate",
+            "latency_seconds",
+            "sustained",
+            "sustained_start",
+            "sustained_steps",
+            "max_copy_s",
+            "reps",
+            "source_port",
+            "target_port",
+            "clusters",
+            "only",
+            "experiments",
+        )
+    )
+    base.update(mode="full", no_phases=False)
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+def test_full_plan_cuts_drains_and_runs_the_phases_apart() -> None:
+    p = plan.make_plan(_args())
+    assert p.max_copy_s == plan.FULL_MAX_COPY_S
+    assert p.phases is not None and p.phases.host is None
+    assert p.phases.sustained == {"kmirror-1", "mm2-1"}
+    eos = {w.name for w in p.workloads if "kmirror-1-eos" not in w.skip}
+    assert eos == {"100B", "small"}
+
+
+def test_smaller_backlog_shrinks_the_ceilings_too() -> None:
+    p = plan.make_plan(_args(records=1000, workloads="100B,mixed"))
+    assert [(w.name, w.records, w.ceiling_records) for w in p.workloads] == [
+        ("100B", 1000, 1000),
+        ("mixed", 1000, 0),
+    ]
+    with pytest.raises(SystemExit, match="unknown workload"):
+        plan.make_plan(_args(workloads="nope"))
+
+
+def test_smoke_plan_hosts_the_phases_in_the_100b_drains() -> None:
+    p = plan.make_plan(_args(mode="smoke", sustained=""))
+    assert p.max_copy_s is None
+    assert p.phases is not None and p.phases.host == "100B" and not p.phases.sustained
+
+
+def test_batch_shape_summary() -> None:
+    out = batchshape.summarize([5, 5, 10, 50], [600, 600, 1200, 6000], {0})
+    per = out["records_per_batch"]
+    assert out["batches"] == 4 and out["records"] == 70
+    assert per["mean"] == 17.5 and per["min"] == 5 and per["max"] == 50
+    assert per["record_weighted_mean"] == round((25 + 25 + 100 + 2500) / 70, 2)
+
+
+def _result(runs: list[dict[str, object]], ceilings: list[dict[str, object]]) -> dict[str, object]:
+    contenders = [
+        {"name": "kmirror-1", "label": "k1", "kind": "kmirror", "parallelism": 1},
+        {"name": "kmirror-1-eos", "label": "k1e", "kind": "kmirror", "parallelism": 1},
+        {"name": "mm2-1", "label": "m1", "kind": "mm2", "parallelism": 1},
+    ]
+    workloads = [{"name": "100B", "records": 10, "size": 100, "skip": []}]
+    plan_ = {"contenders": contenders, "workloads": workloads, "ceilings": ["python-produce"]}
+    return {"meta": {"plan": plan_}, "runs": runs, "ceilings": ceilings, "preloads": []}
+
+
+def _run(name: str, rate: float, rep: int = 1) -> dict[str, object]:
+    return {"workload": "100B", "contender": name, "rep": rep, "verified": True, "rate_rps": rate}
+
+
+def test_ratios_median_of_repetitions() -> None:
+    runs = [_run("kmirror-1", r, i) for i, r in enumerate((90.0, 100.0, 300.0))]
+    runs += [_run("kmirror-1-eos", 75.0), _run("mm2-1", 50.0)]
+    ceilings = [
+        {"workload": "100B", "ceiling": "python-produce", "verified": True, "rate_rps": 200.0}
+    ]
+    ceilings[0].update(rate_mbps=1.0, records=10)
+    out = summary.summarize(_result(runs, ceilings))
+    k1 = out["workloads"]["100B"]["contenders"]["kmirror-1"]
+    assert k1["rate_rps"] == 100.0
+    assert k1["ratio_vs_mm2_same"] == 2.0
+    assert k1["ratio_vs_ingest_ceiling"] == 0.5
+    assert out["workloads"]["100B"]["contenders"]["kmirror-1-eos"]["ratio_vs_at_least_once"] == 0.75
+    assert out["all_verified"]
