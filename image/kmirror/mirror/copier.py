@@ -85,6 +85,7 @@ class RecordCopier:
             else None
         )
         self._acked = 0
+        self.consumed = 0  # records the last step took from the consumer (the hybrid's pace)
         # The partitions this copier copies; None: every partition the book has. The hybrid
         # engine (kmirror.mirror.hybrid) sets it: the others are on the batch path, and what
         # the consumer still delivers of them (before their pause took hold) is not copied.
@@ -133,6 +134,7 @@ class RecordCopier:
 
     def step(self) -> None:
         msgs = self._next_batch()
+        self.consumed = len(msgs)
         if msgs:
             self._copy(msgs)
         self.producer.poll(0)
