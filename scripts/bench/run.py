@@ -383,7 +383,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--records", type=int, help="backlog of every workload (see plan.py)")
     ap.add_argument("--records-1kb", type=int, help="backlog of the 1KB workload")
     ap.add_argument(
-        "--max-copy-s", type=float, help="cut a drain after this long (full 12; smoke: never)"
+        "--max-copy-s", type=float, help="cut a drain after this long (full 10; smoke: never)"
     )
     ap.add_argument("--workloads", help="comma list of workloads (100B,1KB,small,lz4,mixed)")
     ap.add_argument("--only", help="comma list of contender/ceiling names to run")
