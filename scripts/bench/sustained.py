@@ -63,6 +63,15 @@ class Step:
         return out
 
 
+def _bound(steps: list[Step], worst: float | None) -> str:
+    """What ended the search: the producers could not go faster (the mirror's limit is above),
+    the mirror failed a step (its limit is between the result and `failed_at_rps`), or the
+    step budget ran out before any step failed (the result is a lower bound)."""
+    if steps and steps[-1].producer_bound:
+        return "producers"
+    return "mirror" if worst is not None else "steps"
+
+
 def latencies(polls: list[Poll], start: list[int]) -> list[tuple[float, int]]:
     """(latency ms, records) pairs over every record appended to the source after `start`:
     per partition, the source's and the target's end offsets as step functions of the poll
@@ -150,7 +159,7 @@ class Sustained:
         return {
             "rate_rps": best,
             "failed_at_rps": worst,
-            "bound": "producers" if steps and steps[-1].producer_bound else "mirror",
+            "bound": _bound(steps, worst),
             "stopped": stopped,
             "limit_ms": LIMIT_MS,
             "step_s": self.step_s,
