@@ -83,6 +83,11 @@ class Drain:
         t_first, n_first, cpu_first = first
         copy_s = max(now - t_first, 1e-6)
         n = copied - n_first
+        if n <= 0:
+            # Exactly-once: records written but none committed within the window.
+            res["error"] = f"nothing copied within the {copy_s:.1f} s window"
+            res["target_end"] = ends
+            return
         res.update(
             {
                 "verified": True,
