@@ -43,7 +43,9 @@ kmirror: external.clusterType
 
 {{/*
 The clusters the mirror needs when it runs (values.schema.json, generated from the image's model,
-has checked each block's form and security settings), and not one cluster onto itself.
+has checked each block's form and security settings), and not one cluster onto itself. The
+entrypoint refuses empty bootstrap servers too; this says so at install time, with the value to
+set, only when the mirror runs (replicaCount, mm2Config: the schema does not know).
 */}}
 {{- define "kmirror.validateValues.clusters" -}}
 {{- $enabled := and (gt (int .Values.replicaCount) 0) (not .Values.mm2Config.enabled) -}}
