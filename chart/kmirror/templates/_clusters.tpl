@@ -33,8 +33,8 @@ Usage: include "kmirror.sides" . | fromYamlArray
 {{- $roles := get $rules.roles ($v.external.clusterType | toString) | default (get $rules.roles "") -}}
 {{- range $side := list "source" "target" }}
 {{- $from := get $roles $side -}}
-{{- $c := deepCopy (get $v $from) -}}
-{{- $_ := set $c "auth" (merge (dict "awsRegion" $v.auth.aws.region) (deepCopy (get $v.auth $side))) }}
+{{- $c := deepCopy (get $v $from | default dict) -}}
+{{- $_ := set $c "auth" (merge (dict "awsRegion" $v.auth.aws.region) (deepCopy (get $v.auth $side | default dict))) }}
 - {side: {{ $side }}, prefix: {{ get $rules.prefixes $side }}, from: {{ $from }}, c: {{ $c | toJson }}}
 {{- end }}
 {{- end -}}
