@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from kmirror.logsetup import configure
@@ -32,6 +32,12 @@ PORTS = {SOURCE: 19492, TARGET: 29492}
 # The demo's own clients log like kmirror's: warnings only, a fresh cluster's start-up
 # retries left out (kmirror.logsetup).
 CLIENT_LOG = {"logger": logging.getLogger("kmirror.librdkafka")}
+# A partition the mirror has just created on the target, before it has a leader.
+NOT_READY = (
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+)
 
 
 def step(msg: str) -> None:
@@ -62,6 +68,8 @@ def produce_samples(bootstrap: str) -> int:
 
 
 def target_count(bootstrap: str) -> int:
+    """Records on `bootstrap` in the sample topics; a partition NOT_READY counts as empty until
+    the next look."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "demo-counter", **CLIENT_LOG})
     try:
         md = consumer.list_topics(timeout=10)
@@ -71,7 +79,12 @@ def target_count(bootstrap: str) -> int:
             if t is None or t.error is not None:
                 continue
             for p in t.partitions:
-                lo, hi = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                try:
+                    lo, hi = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                except KafkaException as exc:
+                    if exc.args[0].code() not in NOT_READY:
+                        raise
+                    continue
                 total += hi - lo
         return total
     finally:
