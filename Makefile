@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 .PHONY: test-security k8s-binaries k8s-up k8s-down test-k8s help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
         test-chart test-spark test-image test-faults test-faults-short demo clusters-up clusters-down clusters-status \
-        image image-inputs push bench bench-validate bench-smoke bench-dr chart-docs chart-docs-tool env-docs module-graph clean
+        image image-inputs push bench bench-validate bench-smoke bench-dr chart-docs chart-docs-tool chart-rules env-docs module-graph clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}'
@@ -107,6 +107,9 @@ push: image ## Tag and push both images to REGISTRY=host[:port][/path] as kmirro
 
 test-image: venv jars system-deps ## Build both images (cached) and run them against the local clusters
 	$(PYTEST) -m image tests/image $(PYTEST_ARGS)
+
+chart-rules: venv ## Regenerate the chart's cluster and security rules (schema, files/rules.json, README table) from the image's model
+	$(PY) scripts/chart-rules
 
 env-docs: venv ## Regenerate the variable table in docs/configuration.md from kmirror/config/env.py
 	$(PY) scripts/env-docs

@@ -8,6 +8,7 @@ a short summary and stops everything (also on failure or Ctrl-C).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -16,9 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from kmirror.logsetup import configure
 from scripts import kafkalocal
 from scripts.kmirrorproc import KMIRROR, ProcessGroup, mm1_args
 
@@ -27,6 +29,15 @@ TOPICS = {"demo.orders": 6, "demo.payments": 3, "demo.audit": 1}
 RECORDS_PER_TOPIC = 2000
 SOURCE, TARGET = "demo-source", "demo-target"
 PORTS = {SOURCE: 19492, TARGET: 29492}
+# The demo's own clients log like kmirror's: warnings only, a fresh cluster's start-up
+# retries left out (kmirror.logsetup).
+CLIENT_LOG = {"logger": logging.getLogger("kmirror.librdkafka")}
+# A partition the mirror has just created on the target, before it has a leader.
+NOT_READY = (
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+)
 
 
 def step(msg: str) -> None:
@@ -34,11 +45,11 @@ def step(msg: str) -> None:
 
 
 def produce_samples(bootstrap: str) -> int:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **CLIENT_LOG})
     futures = admin.create_topics([NewTopic(t, num_partitions=n) for t, n in TOPICS.items()])
     for fut in futures.values():
         fut.result()
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, **CLIENT_LOG})
     total = 0
     for topic in TOPICS:
         for i in range(RECORDS_PER_TOPIC):
@@ -57,7 +68,9 @@ def produce_samples(bootstrap: str) -> int:
 
 
 def target_count(bootstrap: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "demo-counter"})
+    """Records on `bootstrap` in the sample topics; a partition NOT_READY counts as empty until
+    the next look."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "demo-counter", **CLIENT_LOG})
     try:
         md = consumer.list_topics(timeout=10)
         total = 0
@@ -66,7 +79,12 @@ def target_count(bootstrap: str) -> int:
             if t is None or t.error is not None:
                 continue
             for p in t.partitions:
-                lo, hi = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                try:
+                    lo, hi = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                except KafkaException as exc:
+                    if exc.args[0].code() not in NOT_READY:
+                        raise
+                    continue
                 total += hi - lo
         return total
     finally:
@@ -126,6 +144,7 @@ def summary(total: int, dst: str, vcode: int | None, report_path: Path, started:
 
 
 def main() -> int:
+    configure("WARN", pattern="  %p %m")
     work = Path(tempfile.mkdtemp(prefix="kmirror-demo-"))
     mirror: ProcessGroup | None = None
     specs = [kafkalocal.ClusterSpec(name, port) for name, port in PORTS.items()]

@@ -58,6 +58,33 @@ class Redactor(logging.Filter):
         return True
 
 
+class StartingBroker(logging.Filter):
+    """librdkafka's warnings that a broker is still starting while the client retries (a fresh
+    cluster's coordinators loading, a producer id not yet allocated: "Failed to acquire
+    idempotence PID ...: Coordinator load in progress: retrying") are DEBUG lines for their
+    first minute; a broker still there after that has a problem, and they show as they are."""
+
+    STATES = re.compile(r"Coordinator load in progress|Coordinator not available")
+    GRACE_S = 60.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._since: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if record.levelno != logging.WARNING or not text.endswith("retrying"):
+            return True
+        if not self.STATES.search(text):
+            return True
+        first = self._since.setdefault(text, time.monotonic())
+        if time.monotonic() - first > self.GRACE_S or len(self._since) > 1000:
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        # The process's level: kmirror.librdkafka itself stays at INFO or above.
+        return logging.getLogger().isEnabledFor(logging.DEBUG)
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         doc = {
@@ -97,8 +124,12 @@ def configure(
     handler.addFilter(Redactor(secrets))
     root.handlers[:] = [handler]
     root.setLevel(python_level(level))
-    # librdkafka is chatty at DEBUG and its INFO is what operators need.
-    logging.getLogger("kmirror.librdkafka").setLevel(max(python_level(level), logging.INFO))
+    # librdkafka is chatty at DEBUG and its INFO is what operators need; a starting broker's
+    # retries are not news.
+    librdkafka = logging.getLogger("kmirror.librdkafka")
+    librdkafka.setLevel(max(python_level(level), logging.INFO))
+    if not any(isinstance(f, StartingBroker) for f in librdkafka.filters):
+        librdkafka.addFilter(StartingBroker())
     # kafka-python (the batch path's protocol) logs every connection's life at INFO: a dozen
     # lines each time the batch path (re)starts. Its warnings stay; DEBUG shows everything.
     quiet = python_level(level) > logging.DEBUG

@@ -213,8 +213,10 @@ def _setup_logging(args: argparse.Namespace) -> None:
     level = args.log_level or os.environ.get("LOG_LEVEL") or "WARNING"
     configure(level, pattern="%p %c: %m", replace=False)
     # py4j's DEBUG output is a protocol trace of every call into Spark, option values
-    # included: the kafka.sasl.jaas.config password would be printed. Never below INFO.
-    logging.getLogger("py4j").setLevel(logging.INFO)
+    # included: the kafka.sasl.jaas.config password would be printed. Never below INFO, and
+    # no more than asked for: its INFO lines are connection chatter, some logged by
+    # finalizers at interpreter exit.
+    logging.getLogger("py4j").setLevel(max(python_level(level), logging.INFO))
     # Our error messages already say why a cluster is unreachable; librdkafka would repeat
     # it for every connection attempt.
     if python_level(level) != logging.DEBUG:

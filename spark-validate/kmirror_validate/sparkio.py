@@ -24,6 +24,7 @@ from kmirror.config import oauth
 from kmirror.config.model import ClusterConfig, ConfValue
 from kmirror.config.secret import Secret, mask_config, reveal
 from kmirror.errors import ConfigError
+from kmirror_validate import sparklog
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -273,6 +274,7 @@ def session_conf(master: str | None, jars: Sequence[str]) -> dict[str, str]:
         "spark.redaction.regex": REDACT,
         "spark.sql.redaction.options.regex": REDACT,
         "spark.ui.showConsoleProgress": "false",  # our own progress lines instead
+        "spark.driver.extraJavaOptions": sparklog.driver_java_options(),
     }
     if master is None or master.startswith("local"):
         conf["spark.sql.shuffle.partitions"] = str(max(4, 2 * _local_cores(master or "local[*]")))
@@ -306,6 +308,8 @@ def build_session(
         builder = builder.master("local[*]")
     for k, v in conf.items():
         builder = builder.config(k, v)
+    if not under_submit:  # else the driver JVM runs already
+        sparklog.bind_locally(master or pending.get("spark.master", "local[*]"))
     spark = builder.getOrCreate()
     for k in ("spark.sql.shuffle.partitions",):  # runtime settings also apply to a joined session
         if k in conf:

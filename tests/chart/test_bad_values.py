@@ -1,5 +1,6 @@
 """Bad values fail at `helm template` / `helm install` time, and the message says what to set.
-values.schema.json catches types, enums and ranges; the validateValues helper the rest."""
+values.schema.json catches types, enums, ranges and the cluster and security rules (generated from
+the image's model: tests/chart/test_rules.py); the validateValues helper the rest."""
 
 from __future__ import annotations
 
@@ -165,20 +166,26 @@ CASES: list[tuple[str, Any, str, list[str]]] = [
     (
         "not-host-port",
         [MINIMAL, {"source": {"bootstrapServers": "kafka-0,kafka-1:9092"}}],
-        HELPER,
-        ["source.bootstrapServers", '"kafka-0" is not host:port'],
+        SCHEMA,
+        ["/source/bootstrapServers", "'kafka-0,kafka-1:9092' does not match"],
     ),
     (
-        "sasl-without-mechanism-and-secret",
+        "sasl-without-mechanism",
         [MINIMAL, {"source": {"securityProtocol": "SASL_SSL"}}],
-        HELPER,
-        ["source.sasl.mechanism", "PLAIN", "source.sasl.existingSecret"],
+        SCHEMA,
+        ["/source/sasl/mechanism", "'PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512', 'OAUTHBEARER'"],
+    ),
+    (
+        "sasl-without-secret",
+        [MINIMAL, {"source": {**SASL_SOURCE, "sasl": {"mechanism": "PLAIN"}}}],
+        SCHEMA,
+        ["/source/sasl/existingSecret", "minLength"],
     ),
     (
         "sasl-empty-keys",
         [MINIMAL, {"source": {**SASL_SOURCE, "sasl": {**SASL_SOURCE["sasl"], "passwordKey": ""}}}],
-        HELPER,
-        ["source.sasl.usernameKey / source.sasl.passwordKey"],
+        SCHEMA,
+        ["/source/sasl/passwordKey", "minLength"],
     ),
     (
         "oidc-without-endpoint-client-and-secret",
@@ -186,11 +193,11 @@ CASES: list[tuple[str, Any, str, list[str]]] = [
             MINIMAL,
             {"target": {"securityProtocol": "SASL_SSL", "sasl": {"mechanism": "OAUTHBEARER"}}},
         ],
-        HELPER,
+        SCHEMA,
         [
-            "auth.target.oauthbearer.tokenEndpointUrl",
-            "auth.target.oauthbearer.clientId",
-            "auth.target.oauthbearer.existingSecret",
+            "/auth/target/oauthbearer/tokenEndpointUrl",
+            "/auth/target/oauthbearer/clientId",
+            "/auth/target/oauthbearer/existingSecret",
         ],
     ),
     (
@@ -205,8 +212,8 @@ CASES: list[tuple[str, Any, str, list[str]]] = [
                 "auth": {"source": {"oauthbearer": {"method": "unsecured"}}},
             },
         ],
-        HELPER,
-        ["auth.source.oauthbearer.unsecuredConfig", "principal=admin"],
+        SCHEMA,
+        ["/auth/source/oauthbearer/unsecuredConfig", "minLength"],
     ),
     (
         "unknown-oauthbearer-method",
@@ -217,8 +224,8 @@ CASES: list[tuple[str, Any, str, list[str]]] = [
     (
         "sasl-settings-on-plaintext",
         [MINIMAL, {"target": {"sasl": {"existingSecret": "creds", "mechanism": "PLAIN"}}}],
-        HELPER,
-        ["target.securityProtocol", "use SASL_SSL or SASL_PLAINTEXT"],
+        SCHEMA,
+        ["/target/securityProtocol", "'SASL_PLAINTEXT', 'SASL_SSL'"],
     ),
     (
         "tls-on-sasl-plaintext",
@@ -232,20 +239,20 @@ CASES: list[tuple[str, Any, str, list[str]]] = [
                 }
             },
         ],
-        HELPER,
-        ["source.tls is set but source.securityProtocol is SASL_PLAINTEXT", "use SSL or SASL_SSL"],
+        SCHEMA,
+        ["/source/securityProtocol", "must be one of 'SSL', 'SASL_SSL'"],
     ),
     (
         "key-password-without-client-cert",
         [MINIMAL, {"target": {"securityProtocol": "SSL", "tls": {"keyPasswordKey": "p"}}}],
-        HELPER,
-        ["target.tls.clientCertSecret"],
+        SCHEMA,
+        ["/target/tls/clientCertSecret", "minLength"],
     ),
     (
         "kudo-security-names-the-kudo-block",
         [KUDO, {"external": {"securityProtocol": "SASL_SSL"}}],
-        HELPER,
-        ["external.sasl.mechanism", "external.sasl.existingSecret"],
+        SCHEMA,
+        ["/external/sasl/mechanism", "'PLAIN'"],
     ),
     (
         "same-cluster-both-sides",
@@ -307,7 +314,8 @@ CASES: list[tuple[str, Any, str, list[str]]] = [
         HELPER,
         ["kmirror: validation.extraEnv", "LOG_LEVEL"],
     ),
-    ("empty-whitelist", [MINIMAL, {"whitelist": " "}], HELPER, ["kmirror: whitelist", 'e.g. ".*"']),
+    # Blank is the default (.*), as for the image; commas alone leave no pattern.
+    ("empty-whitelist", [MINIMAL, {"whitelist": " , "}], SCHEMA, ["/whitelist", "does not match"]),
     (
         "two-node-affinities",
         [MINIMAL, {"nodeAffinity": {"x": 1}, "affinity": {"nodeAffinity": {"y": 1}}}],
@@ -367,13 +375,14 @@ def test_bad_values_fail_with_a_message(
 def test_every_problem_is_reported_at_once() -> None:
     err = T(
         [
-            {"source": {"bootstrapServers": "s"}},
+            {"source": {"bootstrapServers": "s:9092"}, "rename": {"policy": "prefix"}},
             {"extraConsumerProperties": {"sasl.password": "x"}},
             {"pdb": {"maxUnavailable": ""}},
+            {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}},
         ],
         expect_fail=True,
     )
-    assert err.count("kmirror: ") == 4, err  # bad source, no target, the property, the pdb
+    assert err.count("kmirror: ") == 4, err  # no target, the property, the pdb, the monitors
 
 
 def test_replica_count_zero_still_refuses_conflicts() -> None:
@@ -382,7 +391,7 @@ def test_replica_count_zero_still_refuses_conflicts() -> None:
     err = T([KUDO, {"replicaCount": 0, "source": {"bootstrapServers": "s:1"}}], expect_fail=True)
     assert "combined with source / target" in err
     err = T({"replicaCount": 0, "source": {"bootstrapServers": "nope"}}, expect_fail=True)
-    assert '"nope" is not host:port' in err
+    assert "'nope' does not match" in err
 
 
 def test_rename_prefix_allows_the_same_cluster() -> None:

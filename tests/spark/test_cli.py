@@ -109,3 +109,7 @@ def test_match_then_mismatch(
     assert [p["count_missing"] for p in doc["topics"][0]["partitions"]] == [0, 1]
     assert f"{topic}/1: 1 missing" in bad.stderr
     assert "[kmirror-validate" not in bad.stderr
+    # Spark starts quietly (kmirror_validate/sparklog.py): none of its start-up chatter.
+    for chatter in ("default log4j profile", "Setting default log level", "NativeCodeLoader",
+                    "resolves to a loopback address"):  # fmt: skip
+        assert chatter not in bad.stderr, bad.stderr[-3000:]

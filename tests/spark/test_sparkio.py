@@ -181,6 +181,8 @@ def test_session_defaults() -> None:
     assert "jaas" in conf["spark.redaction.regex"]
     assert "keystore" in conf["spark.sql.redaction.options.regex"]
     assert "spark.sql.shuffle.partitions" not in sparkio.session_conf("spark://m:7077", [])
+    options = conf["spark.driver.extraJavaOptions"]
+    assert Path(options.partition("=")[2].strip('"')).is_file(), options
 
 
 def _report() -> Report:

@@ -57,9 +57,12 @@ def environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[dict[st
     os.environ.update(saved)
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def restore_logging() -> Iterator[None]:
-    """The entrypoint configures the root logger (as it should): undo that after the test."""
+    """The entrypoint configures the root logger (as it should): undo that after every test.
+    A handler left on the root logger writes to this test's captured stderr, which pytest
+    closes; py4j's finalizers log into it at interpreter exit ("--- Logging error ---" after
+    the summary of a run that also has the Spark tests)."""
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     yield
@@ -382,7 +385,6 @@ def _run_entrypoint(*args: str) -> int:
     return code
 
 
-@pytest.mark.usefixtures("restore_logging")
 def test_entrypoint_writes_logs_masked_and_runs_the_mirror(
     environ: dict[str, str],
     tmp_path: Path,
@@ -428,7 +430,6 @@ def test_entrypoint_writes_logs_masked_and_runs_the_mirror(
     assert "starting: kmirror run --consumer.config" in log
 
 
-@pytest.mark.usefixtures("restore_logging")
 def test_rendered_values_reach_the_mirror_verbatim(
     environ: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -456,7 +457,6 @@ def test_the_loaded_configuration_is_the_files_configuration(environ: dict[str, 
     assert plan_config(plan) == load_config(from_files, plan.environ)
 
 
-@pytest.mark.usefixtures("restore_logging")
 def test_sigterm_before_the_mirror_starts_exits_0(
     environ: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -477,7 +477,6 @@ def test_sigterm_before_the_mirror_starts_exits_0(
 # ------------------------------------------------------------- arguments (Kubernetes `args`)
 
 
-@pytest.mark.usefixtures("restore_logging")
 def test_flags_after_entrypoint_reach_the_mirror(
     environ: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -84,3 +84,29 @@ def test_kafka_python_connection_chatter_is_quiet_unless_debugging(
     kafka.info("Connected")
     assert err.getvalue().endswith("INFO kafka.net.connection: Connected\n")
     logging.getLogger("kafka").setLevel(logging.NOTSET)
+
+
+def test_a_starting_brokers_retries_are_debug_for_a_minute(
+    root: logging.Logger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """librdkafka's own words (confluent-kafka logs `%s [%s] %s` with facility, client, text),
+    as a fresh cluster gives them: hidden while the broker starts, shown when it lasts."""
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    clock = [1000.0]
+    monkeypatch.setattr("kmirror.logsetup.time.monotonic", lambda: clock[0])
+    rdkafka = logging.getLogger("kmirror.librdkafka")
+    monkeypatch.setattr(rdkafka, "filters", [])
+    pid = ("GETPID", "rdkafka#producer-1", "[thrd:main]: Failed to acquire idempotence PID from "
+           "broker 127.0.0.1:31392/1: Broker: Coordinator load in progress: retrying")  # fmt: skip
+    refused = ("FAIL", "rdkafka#producer-1", "[thrd:b/1]: Connect to ipv4#127.0.0.1:1 failed")
+    logsetup.configure("INFO", pattern="%p %m")
+    rdkafka.log(logging.WARNING, "%s [%s] %s", *pid)
+    rdkafka.log(logging.WARNING, "%s [%s] %s", *refused)
+    assert err.getvalue() == f"WARNING {' '.join(refused[:1])} [{refused[1]}] {refused[2]}\n"
+    clock[0] += 61  # still loading a minute later: a broker with a problem
+    rdkafka.log(logging.WARNING, "%s [%s] %s", *pid)
+    assert err.getvalue().endswith("WARNING GETPID [rdkafka#producer-1] " + pid[2] + "\n")
+    logsetup.configure("DEBUG", pattern="%p %m")
+    rdkafka.log(logging.WARNING, "%s [%s] %s", *pid[:2], pid[2].replace("31392", "31393"))
+    assert "DEBUG GETPID" in err.getvalue().splitlines()[-1]

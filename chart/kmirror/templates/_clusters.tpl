@@ -1,66 +1,87 @@
 {{/* vim: set filetype=mustache: */}}
 
-{{/* The source and target clusters, whichever values style (explicit or KUDO) set them. */}}
+{{/*
+The source and target clusters and their variables. What plays which side, which value becomes
+which variable and which variables a protocol, mechanism and method read are looked up in
+files/rules.json, generated from the image's model by scripts/chart-rules (the schema's rules
+come from the same place): these helpers know no protocol, mechanism or KUDO rule themselves.
+*/}}
 
-{{/* "true" when any setting of a cluster block differs from its default. */}}
-{{- define "kmirror.clusterConfigured" -}}
-{{- $c := . -}}
-{{- $sasl := $c.sasl | default dict -}}
-{{- $tls := $c.tls | default dict -}}
-{{- if or $c.bootstrapServers $c.clusterType (ne ($c.securityProtocol | default "PLAINTEXT") "PLAINTEXT") $sasl.mechanism $sasl.existingSecret $tls.caSecret $tls.clientCertSecret -}}
-true
+{{- define "kmirror.rules" -}}
+{{- .Files.Get "files/rules.json" -}}
 {{- end -}}
+
+{{/* A map's values by dotted path ("sasl.mechanism"), three levels deep, as strings: what rules.json names. */}}
+{{- define "kmirror.flat" -}}
+{{- $flat := dict -}}
+{{- range $k1, $v1 := . }}{{ if kindIs "map" $v1 }}{{ range $k2, $v2 := $v1 }}{{ if kindIs "map" $v2 }}{{ range $k3, $v3 := $v2 }}
+{{- $_ := set $flat (printf "%s.%s.%s" $k1 $k2 $k3) ($v3 | toString) }}{{ end }}{{ else }}
+{{- $_ := set $flat (printf "%s.%s" $k1 $k2) ($v2 | toString) }}{{ end }}{{ end }}{{ else }}
+{{- $_ := set $flat $k1 ($v1 | toString) }}{{ end }}{{ end -}}
+{{- $flat | toJson -}}
 {{- end -}}
 
 {{/*
-The effective source and target clusters as YAML: {mode, source: {...}, target: {...}}; each side
-carries "from", the values path it came from, for error messages. KUDO style: external is the
-source when external.clusterType is SOURCE, the target otherwise (DESTINATION).
-Usage: include "kmirror.clusters" . | fromYaml
+The sides as a list of {side, prefix, from, c}: c is the cluster block playing the side (rules.json
+"roles", by external.clusterType), with "auth" = auth.<side> plus awsRegion from auth.aws.region;
+"from" names the block, for messages.
+Usage: include "kmirror.sides" . | fromYamlArray
 */}}
-{{- define "kmirror.clusters" -}}
-{{- $v := .Values -}}
-{{- $src := merge (dict "from" "source") (deepCopy $v.source) -}}
-{{- $tgt := merge (dict "from" "target") (deepCopy $v.target) -}}
-{{- $mode := "explicit" -}}
-{{- if or (include "kmirror.clusterConfigured" $v.thisCluster) (include "kmirror.clusterConfigured" $v.external) -}}
-{{- $mode = "kudo" -}}
-{{- $this := merge (dict "from" "thisCluster") (deepCopy $v.thisCluster) -}}
-{{- $ext := merge (dict "from" "external") (deepCopy $v.external) -}}
-{{- if eq ($v.external.clusterType | toString) "SOURCE" -}}
-{{- $src = $ext -}}{{- $tgt = $this -}}
-{{- else -}}
-{{- $src = $this -}}{{- $tgt = $ext -}}
-{{- end -}}
-{{- end -}}
-{{- /* auth.source / auth.target follow the direction; "auth" never comes from a cluster block */ -}}
-{{- $auth := $v.auth | default dict -}}
-{{- $region := ($auth.aws | default dict).region | default "" -}}
-{{- $_ := set $src "auth" (merge (dict "awsRegion" $region) (deepCopy ($auth.source | default dict))) -}}
-{{- $_ = set $tgt "auth" (merge (dict "awsRegion" $region) (deepCopy ($auth.target | default dict))) -}}
-mode: {{ $mode }}
-source: {{ $src | toJson }}
-target: {{ $tgt | toJson }}
-{{- end -}}
-
-{{/* "true" when a side authenticates with a user name and password (PLAIN, SCRAM-*). */}}
-{{- define "kmirror.passwordSasl" -}}
-{{- if and (hasPrefix "SASL_" (.securityProtocol | default "PLAINTEXT")) (not (has (.sasl.mechanism | default "") (list "OAUTHBEARER" "AWS_MSK_IAM"))) -}}
-true
-{{- end -}}
-{{- end -}}
-
-{{/* "true" when a side fetches OAUTHBEARER tokens from an OIDC endpoint with a client secret. */}}
-{{- define "kmirror.oidc" -}}
-{{- $o := .auth.oauthbearer | default dict -}}
-{{- if and (hasPrefix "SASL_" (.securityProtocol | default "PLAINTEXT")) (eq (.sasl.mechanism | default "") "OAUTHBEARER") (ne ($o.method | default "oidc") "unsecured") -}}
-true
-{{- end -}}
-{{- end -}}
-
-{{/* The sides with their values, for ranging: list of dict(side, prefix, c). */}}
 {{- define "kmirror.sides" -}}
-{{- $cl := include "kmirror.clusters" . | fromYaml -}}
-- {side: source, prefix: SOURCE_CLUSTER, c: {{ $cl.source | toJson }}}
-- {side: target, prefix: SINK_CLUSTER, c: {{ $cl.target | toJson }}}
+{{- $v := .Values -}}
+{{- $rules := include "kmirror.rules" . | fromJson -}}
+{{- $roles := get $rules.roles ($v.external.clusterType | toString) | default (get $rules.roles "") -}}
+{{- range $side := list "source" "target" }}
+{{- $from := get $roles $side -}}
+{{- $c := deepCopy (get $v $from | default dict) -}}
+{{- $_ := set $c "auth" (merge (dict "awsRegion" $v.auth.aws.region) (deepCopy (get $v.auth $side | default dict))) }}
+- {side: {{ $side }}, prefix: {{ get $rules.prefixes $side }}, from: {{ $from }}, c: {{ $c | toJson }}}
+{{- end }}
+{{- end -}}
+
+{{/* The effective clusters as YAML {source: {...}, target: {...}}, each with "from". */}}
+{{- define "kmirror.clusters" -}}
+{{- range (include "kmirror.sides" . | fromYamlArray) }}
+{{ .side }}: {{ merge (dict "from" .from) .c | toJson }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The variables of both sides, as a YAML list of {name, kind, value} (kind value) or {name, kind,
+secret, key} (kind secretEnv: from a Secret) plus {volume, item, path} (kind file: the key is
+mounted at path, which is the variable's value). A rules.json row counts when its value is set
+and the side's protocol, mechanism and method read it, or when it is a cluster-block setting of
+its own: the image then refuses it or warns, as the schema does.
+*/}}
+{{- define "kmirror.sideVars" -}}
+{{- $rules := include "kmirror.rules" . | fromJson -}}
+{{- range $s := include "kmirror.sides" . | fromYamlArray }}
+{{- $at := include "kmirror.flat" $s.c | fromJson }}
+{{- $who := list }}{{ range $rules.readsBy }}{{ $who = append $who (get $at .) }}{{ end }}
+{{- $reads := get $rules.reads (join "|" $who) | default list }}
+{{- range $rules.rows }}
+{{- $set := get $at .when }}
+{{- if and $set (or (has .name $reads) (and (eq .block "cluster") (ne $set .default))) }}
+- name: {{ printf "%s_%s" $s.prefix .name }}
+  kind: {{ .kind }}
+  {{- if eq .kind "value" }}
+  value: {{ $set | quote }}
+  {{- else }}
+  secret: {{ get $at .secret | quote }}
+  key: {{ get $at .key | quote }}
+  {{- end }}
+  {{- with .file }}
+  volume: {{ printf "%s-%s" $s.side (dir .) }}
+  item: {{ base . }}
+  path: {{ printf "%s/%s" (include "kmirror.secretDir" $s.side) . | quote }}
+  {{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* "true" when a cluster block holds a setting of its own (a rules.json cluster row off its default). */}}
+{{- define "kmirror.blockSet" -}}
+{{- $at := include "kmirror.flat" (index . 1) | fromJson -}}
+{{- range (index . 0).rows }}{{ if and (eq .block "cluster") (ne (get $at .when) .default) }}true{{ end }}{{ end -}}
 {{- end -}}

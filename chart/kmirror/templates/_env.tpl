@@ -2,64 +2,6 @@
 
 {{/* The non-secret environment of the image's entrypoint: what the ConfigMap holds. */}}
 
-{{/*
-Non-secret environment of one side (SOURCE_CLUSTER_* or SINK_CLUSTER_*), as YAML name: value.
-Passwords appear only as *_PASSWORD_FILE paths of mounted secret keys.
-Usage: include "kmirror.sideEnv" (dict "side" "source" "prefix" "SOURCE_CLUSTER" "c" $c)
-*/}}
-{{- define "kmirror.sideEnv" -}}
-{{- $p := .prefix -}}
-{{- $c := .c -}}
-{{- $dir := include "kmirror.secretDir" .side -}}
-{{- $proto := $c.securityProtocol | default "PLAINTEXT" -}}
-{{- with $c.bootstrapServers }}
-{{ $p }}_BOOTSTRAP_SERVERS: {{ . | quote }}
-{{- end }}
-{{ $p }}_SECURITY_PROTOCOL: {{ $proto | quote }}
-{{- if hasPrefix "SASL_" $proto }}
-{{- $mech := $c.sasl.mechanism | default "" }}
-{{- $o := $c.auth.oauthbearer | default dict }}
-{{ $p }}_SASL_MECHANISM: {{ $mech | quote }}
-{{- if include "kmirror.passwordSasl" $c }}
-{{ $p }}_SASL_PASSWORD_FILE: {{ printf "%s/sasl/password" $dir | quote }}
-{{- else if eq $mech "AWS_MSK_IAM" }}
-{{- with $c.auth.awsRegion }}
-{{ $p }}_AWS_REGION: {{ . | quote }}
-{{- end }}
-{{- with $c.auth.awsRoleArn }}
-{{ $p }}_AWS_ROLE_ARN: {{ . | quote }}
-{{- end }}
-{{- else if include "kmirror.oidc" $c }}
-{{ $p }}_SASL_OAUTHBEARER_METHOD: "oidc"
-{{ $p }}_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL: {{ $o.tokenEndpointUrl | quote }}
-{{ $p }}_SASL_OAUTHBEARER_CLIENT_ID: {{ $o.clientId | quote }}
-{{ $p }}_SASL_OAUTHBEARER_CLIENT_SECRET_FILE: {{ printf "%s/oauth/client-secret" $dir | quote }}
-{{- with $o.scope }}
-{{ $p }}_SASL_OAUTHBEARER_SCOPE: {{ . | quote }}
-{{- end }}
-{{- with $o.extensions }}
-{{ $p }}_SASL_OAUTHBEARER_EXTENSIONS: {{ . | quote }}
-{{- end }}
-{{- else }}
-{{ $p }}_SASL_OAUTHBEARER_METHOD: "unsecured"
-{{ $p }}_SASL_OAUTHBEARER_CONFIG: {{ $o.unsecuredConfig | quote }}
-{{- end }}
-{{- end }}
-{{- if has $proto (list "SSL" "SASL_SSL") }}
-{{- if $c.tls.caSecret }}
-{{ $p }}_SSL_CA_LOCATION: {{ printf "%s/tls-ca/ca.crt" $dir | quote }}
-{{- end }}
-{{- if $c.tls.clientCertSecret }}
-{{ $p }}_SSL_CERTIFICATE_LOCATION: {{ printf "%s/tls-client/tls.crt" $dir | quote }}
-{{ $p }}_SSL_KEY_LOCATION: {{ printf "%s/tls-client/tls.key" $dir | quote }}
-{{- if $c.tls.keyPasswordKey }}
-{{ $p }}_SSL_KEY_PASSWORD_FILE: {{ printf "%s/tls-client/key-password" $dir | quote }}
-{{- end }}
-{{- end }}
-{{ $p }}_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM: {{ $c.tls.endpointIdentificationAlgorithm | default "https" | quote }}
-{{- end }}
-{{- end -}}
-
 {{/* librdkafka properties map -> ".properties" lines, sorted by key. */}}
 {{- define "kmirror.propertiesLines" -}}
 {{- range $k, $val := . }}
@@ -76,10 +18,13 @@ Every non-secret setting the image's entrypoint reads (image/kmirror/config/env.
 name: value. The ConfigMap holds exactly this; the checksum of it rolls the pods.
 */}}
 {{- define "kmirror.configEnv" -}}
-{{- $cl := include "kmirror.clusters" . | fromYaml -}}
 {{- $v := .Values -}}
-{{- include "kmirror.sideEnv" (dict "side" "source" "prefix" "SOURCE_CLUSTER" "c" $cl.source) }}
-{{- include "kmirror.sideEnv" (dict "side" "target" "prefix" "SINK_CLUSTER" "c" $cl.target) }}
+{{- /* The sides' variables (_clusters.tpl); passwords only as *_FILE paths of mounted keys. */}}
+{{- range (include "kmirror.sideVars" . | fromYamlArray) }}
+{{- if ne .kind "secretEnv" }}
+{{ .name }}: {{ .value | default .path | quote }}
+{{- end }}
+{{- end }}
 SOURCE_CLUSTER_CONSUMER_GROUP: {{ $v.consumerGroup | default (include "kmirror.fullname" .) | quote }}
 WHITELISTED_TOPICS: {{ $v.whitelist | toString | quote }}
 {{- with $v.blacklist }}

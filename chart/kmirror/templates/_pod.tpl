@@ -24,6 +24,7 @@ Usage: include "kmirror.podSpec" (dict "ctx" $
 {{- $ := .ctx -}}
 {{- $v := $.Values -}}
 {{- $clusterSettings := .clusterSettings -}}
+{{- $vars := list }}{{ if $clusterSettings }}{{ $vars = include "kmirror.sideVars" $ | fromYamlArray }}{{ end -}}
 serviceAccountName: {{ .serviceAccountName }}
 automountServiceAccountToken: {{ .automountServiceAccountToken }}
 enableServiceLinks: false
@@ -63,7 +64,7 @@ containers:
       - configMapRef:
           name: {{ include "kmirror.fullname" $ }}
     {{- end }}
-    {{- $env := ternary (include "kmirror.secretEnv" $) "" $clusterSettings }}
+    {{- $env := include "kmirror.secretEnv" $vars }}
     {{- if or $env .extraEnv }}
     env:
       {{- with $env }}{{ . | trim | nindent 6 }}{{ end }}
@@ -79,17 +80,13 @@ containers:
     volumeMounts:
       - name: tmp
         mountPath: /tmp
-      {{- if $clusterSettings }}
-      {{- with (include "kmirror.secretVolumeMounts" $) }}{{ . | trim | nindent 6 }}{{ end }}
-      {{- end }}
+      {{- with (include "kmirror.secretVolumeMounts" $vars) }}{{ . | trim | nindent 6 }}{{ end }}
       {{- with .volumeMounts }}{{ . | trim | nindent 6 }}{{ end }}
 volumes:
   - name: tmp
     emptyDir:
       sizeLimit: {{ .tmpSizeLimit }}
-  {{- if $clusterSettings }}
-  {{- with (include "kmirror.secretVolumes" $) }}{{ . | trim | nindent 2 }}{{ end }}
-  {{- end }}
+  {{- with (include "kmirror.secretVolumes" $vars) }}{{ . | trim | nindent 2 }}{{ end }}
   {{- with .volumes }}{{ . | trim | nindent 2 }}{{ end }}
 {{- end -}}
 

@@ -7,65 +7,47 @@
 {{- printf "/etc/kmirror/secrets/%s" . -}}
 {{- end -}}
 
-{{/* env entries taken from Secrets: only the SASL user names (passwords are files). */}}
+{{/*
+env entries taken from Secrets: the sides' variables of kind secretEnv. These helpers take the
+list "kmirror.sideVars" returns (_clusters.tpl), computed once per pod.
+*/}}
 {{- define "kmirror.secretEnv" -}}
-{{- range (include "kmirror.sides" . | fromYamlArray) }}
-{{- if include "kmirror.passwordSasl" .c }}
-- name: {{ .prefix }}_SASL_USERNAME
+{{- range . }}
+{{- if eq .kind "secretEnv" }}
+- name: {{ .name }}
   valueFrom:
     secretKeyRef:
-      name: {{ .c.sasl.existingSecret | quote }}
-      key: {{ .c.sasl.usernameKey | quote }}
+      name: {{ .secret | quote }}
+      key: {{ .key | quote }}
 {{- end }}
 {{- end }}
 {{- end -}}
 
+{{/* One secret volume per Secret a side mounts, with the keys its variables of kind file name. */}}
 {{- define "kmirror.secretVolumes" -}}
-{{- range (include "kmirror.sides" . | fromYamlArray) }}
-{{- $proto := .c.securityProtocol | default "PLAINTEXT" }}
-{{- if include "kmirror.passwordSasl" .c }}
-- name: {{ .side }}-sasl
-  secret:
-    secretName: {{ .c.sasl.existingSecret | quote }}
-    defaultMode: 0440
-    items:
-      - key: {{ .c.sasl.passwordKey | quote }}
-        path: password
-{{- else if include "kmirror.oidc" .c }}
-- name: {{ .side }}-oauth
-  secret:
-    secretName: {{ .c.auth.oauthbearer.existingSecret | quote }}
-    defaultMode: 0440
-    items:
-      - key: {{ .c.auth.oauthbearer.clientSecretKey | quote }}
-        path: client-secret
+{{- $volumes := dict -}}
+{{- $order := list -}}
+{{- range . }}
+{{- if eq .kind "file" }}
+{{- if not (hasKey $volumes .volume) }}
+{{- $order = append $order .volume }}
+{{- $_ := set $volumes .volume (dict "secret" .secret "items" list) }}
 {{- end }}
-{{- if has $proto (list "SSL" "SASL_SSL") }}
-{{- if .c.tls.caSecret }}
-- name: {{ .side }}-tls-ca
-  secret:
-    secretName: {{ .c.tls.caSecret | quote }}
-    defaultMode: 0440
-    items:
-      - key: {{ .c.tls.caKey | quote }}
-        path: ca.crt
+{{- $vol := get $volumes .volume }}
+{{- $_ := set $vol "items" (append $vol.items (dict "key" .key "path" .item)) }}
 {{- end }}
-{{- if .c.tls.clientCertSecret }}
-- name: {{ .side }}-tls-client
+{{- end }}
+{{- range $order }}
+{{- $vol := get $volumes . }}
+- name: {{ . }}
   secret:
-    secretName: {{ .c.tls.clientCertSecret | quote }}
+    secretName: {{ $vol.secret | quote }}
     defaultMode: 0440
     items:
-      - key: {{ .c.tls.certKey | quote }}
-        path: tls.crt
-      - key: {{ .c.tls.keyKey | quote }}
-        path: tls.key
-      {{- if .c.tls.keyPasswordKey }}
-      - key: {{ .c.tls.keyPasswordKey | quote }}
-        path: key-password
+      {{- range $vol.items }}
+      - key: {{ .key | quote }}
+        path: {{ .path }}
       {{- end }}
-{{- end }}
-{{- end }}
 {{- end }}
 {{- end -}}
 

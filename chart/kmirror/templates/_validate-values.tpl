@@ -11,7 +11,6 @@ are reported at once. values.schema.json catches types, enums and ranges before 
 {{- end -}}
 {{- $messages = append $messages (include "kmirror.validateValues.extraProperties" .) -}}
 {{- $messages = append $messages (include "kmirror.validateValues.extraEnv" .) -}}
-{{- $messages = append $messages (include "kmirror.validateValues.topics" .) -}}
 {{- $messages = append $messages (include "kmirror.validateValues.affinity" .) -}}
 {{- $messages = append $messages (include "kmirror.validateValues.pdb" .) -}}
 {{- $messages = append $messages (include "kmirror.validateValues.monitoring" .) -}}
@@ -28,107 +27,44 @@ are reported at once. values.schema.json catches types, enums and ranges before 
 
 {{- define "kmirror.validateValues.clusterStyle" -}}
 {{- $v := .Values -}}
-{{- $kudo := or (include "kmirror.clusterConfigured" $v.thisCluster) (include "kmirror.clusterConfigured" $v.external) -}}
-{{- $explicit := or (include "kmirror.clusterConfigured" $v.source) (include "kmirror.clusterConfigured" $v.target) -}}
-{{- if and $kudo $explicit }}
+{{- $rules := include "kmirror.rules" . | fromJson -}}
+{{- $kudo := or (include "kmirror.blockSet" (list $rules $v.thisCluster)) (include "kmirror.blockSet" (list $rules $v.external)) -}}
+{{- $explicit := or (include "kmirror.blockSet" (list $rules $v.source)) (include "kmirror.blockSet" (list $rules $v.target)) -}}
+{{- if and (or $kudo $v.external.clusterType) $explicit }}
 kmirror: external / thisCluster combined with source / target
     Configure the clusters one way only: either the KUDO way (thisCluster.* + external.* with
     external.clusterType) or explicitly (source.* + target.*). Remove the other block's settings.
-{{- else if and $kudo (not (has ($v.external.clusterType | toString) (list "SOURCE" "DESTINATION"))) }}
+{{- else if and $kudo (not $v.external.clusterType) }}
 kmirror: external.clusterType
     The KUDO-style cluster settings need external.clusterType: SOURCE (mirror external -> this
     cluster) or DESTINATION (mirror this cluster -> external).
 {{- end }}
 {{- end -}}
 
-{{/* Per side: bootstrap servers present (when the mirror runs) and well-formed, security coherent. */}}
+{{/*
+The clusters the mirror needs when it runs (values.schema.json, generated from the image's model,
+has checked each block's form and security settings), and not one cluster onto itself. The
+entrypoint refuses empty bootstrap servers too; this says so at install time, with the value to
+set, only when the mirror runs (replicaCount, mm2Config: the schema does not know).
+*/}}
 {{- define "kmirror.validateValues.clusters" -}}
-{{- $cl := include "kmirror.clusters" . | fromYaml -}}
-{{- $enabled := gt (int .Values.replicaCount) 0 -}}
-{{- if .Values.mm2Config.enabled }}{{/* the clusters are in mm2.properties; mirrorMode checks the rest */}}
-{{- $enabled = false -}}
-{{- end -}}
-{{- range $side := list "source" "target" }}
-{{- $c := get $cl $side -}}
-{{- $from := $c.from -}}
-{{- $proto := $c.securityProtocol | default "PLAINTEXT" -}}
-{{- if not $c.bootstrapServers }}
-{{- if $enabled }}
-{{- if eq $cl.mode "kudo" }}
-kmirror: {{ $from }}.bootstrapServers
-    The {{ $side }} cluster is {{ $from }} (external.clusterType={{ $.Values.external.clusterType }}) and has
-    no bootstrap servers: set {{ $from }}.bootstrapServers to host:port[,host:port], or
+{{- $enabled := and (gt (int .Values.replicaCount) 0) (not .Values.mm2Config.enabled) -}}
+{{- $kind := .Values.external.clusterType -}}
+{{- range (include "kmirror.sides" . | fromYamlArray) }}
+{{- if and $enabled (not .c.bootstrapServers) }}
+kmirror: {{ .from }}.bootstrapServers
+{{- if $kind }}
+    The {{ .side }} cluster is {{ .from }} (external.clusterType={{ $kind }}) and has
+    no bootstrap servers: set {{ .from }}.bootstrapServers to host:port[,host:port], or
     replicaCount: 0 to disable the mirror.
 {{- else }}
-kmirror: {{ $from }}.bootstrapServers
-    No {{ $side }} cluster: set {{ $from }}.bootstrapServers to host:port[,host:port] (or use
+    No {{ .side }} cluster: set {{ .from }}.bootstrapServers to host:port[,host:port] (or use
     thisCluster.bootstrapServers + external.bootstrapServers + external.clusterType), or
     replicaCount: 0 to disable the mirror.
 {{- end }}
 {{- end }}
-{{- else }}
-{{- range splitList "," ($c.bootstrapServers | toString) }}
-{{- if not (regexMatch "^[^\\s,]+:[0-9]{1,5}$" (trim .)) }}
-kmirror: {{ $from }}.bootstrapServers
-    {{ trim . | quote }} is not host:port; give a comma-separated list like
-    "broker-1.example.com:9092,broker-2.example.com:9092".
 {{- end }}
-{{- end }}
-{{- end }}
-{{- $o := $c.auth.oauthbearer | default dict -}}
-{{- if hasPrefix "SASL_" $proto }}
-{{- if not $c.sasl.mechanism }}
-kmirror: {{ $from }}.sasl.mechanism
-    {{ $from }}.securityProtocol is {{ $proto }}: set {{ $from }}.sasl.mechanism to PLAIN,
-    SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM.
-{{- end }}
-{{- if include "kmirror.oidc" $c }}
-{{- range $key := list "tokenEndpointUrl" "clientId" "existingSecret" "clientSecretKey" }}
-{{- if not (get $o $key) }}
-kmirror: auth.{{ $side }}.oauthbearer.{{ $key }}
-    {{ $from }}.sasl.mechanism is OAUTHBEARER (method oidc): set auth.{{ $side }}.oauthbearer.{{ $key }}
-    (the client secret is read from the Secret auth.{{ $side }}.oauthbearer.existingSecret).
-{{- end }}
-{{- end }}
-{{- else if and (eq $c.sasl.mechanism "OAUTHBEARER") (not $o.unsecuredConfig) }}
-kmirror: auth.{{ $side }}.oauthbearer.unsecuredConfig
-    auth.{{ $side }}.oauthbearer.method is unsecured: set the token's claims, e.g. principal=admin.
-{{- end }}
-{{- if and (include "kmirror.passwordSasl" $c) (not $c.sasl.existingSecret) }}
-kmirror: {{ $from }}.sasl.existingSecret
-    {{ $from }}.securityProtocol is {{ $proto }}: set {{ $from }}.sasl.existingSecret to a Secret
-    holding the user name ({{ $from }}.sasl.usernameKey) and password ({{ $from }}.sasl.passwordKey).
-{{- end }}
-{{- if or (not $c.sasl.usernameKey) (not $c.sasl.passwordKey) }}
-kmirror: {{ $from }}.sasl.usernameKey / {{ $from }}.sasl.passwordKey
-    Both keys of {{ $from }}.sasl.existingSecret must be set.
-{{- end }}
-{{- else if or $c.sasl.mechanism $c.sasl.existingSecret }}
-kmirror: {{ $from }}.securityProtocol
-    {{ $from }}.sasl is set but {{ $from }}.securityProtocol is {{ $proto }}: use SASL_SSL or
-    SASL_PLAINTEXT, or remove the {{ $from }}.sasl settings.
-{{- end }}
-{{- if not (has $proto (list "SSL" "SASL_SSL")) }}
-{{- if or $c.tls.caSecret $c.tls.clientCertSecret }}
-kmirror: {{ $from }}.securityProtocol
-    {{ $from }}.tls is set but {{ $from }}.securityProtocol is {{ $proto }}: use SSL or SASL_SSL,
-    or remove the {{ $from }}.tls secrets.
-{{- end }}
-{{- else }}
-{{- if and $c.tls.caSecret (not $c.tls.caKey) }}
-kmirror: {{ $from }}.tls.caKey
-    Set the key of the CA certificate in {{ $from }}.tls.caSecret (usually ca.crt).
-{{- end }}
-{{- if and $c.tls.clientCertSecret (or (not $c.tls.certKey) (not $c.tls.keyKey)) }}
-kmirror: {{ $from }}.tls.certKey / {{ $from }}.tls.keyKey
-    Set both keys of {{ $from }}.tls.clientCertSecret (usually tls.crt and tls.key).
-{{- end }}
-{{- if and $c.tls.keyPasswordKey (not $c.tls.clientCertSecret) }}
-kmirror: {{ $from }}.tls.clientCertSecret
-    {{ $from }}.tls.keyPasswordKey is set without {{ $from }}.tls.clientCertSecret.
-{{- end }}
-{{- end }}
-{{- end }}
+{{- $cl := include "kmirror.clusters" . | fromYaml -}}
 {{- if and $cl.source.bootstrapServers (eq ($cl.source.bootstrapServers | toString) ($cl.target.bootstrapServers | toString)) (eq .Values.rename.policy "identity") }}
 kmirror: {{ $cl.target.from }}.bootstrapServers
     Source and target are the same cluster ({{ $cl.source.bootstrapServers }}) and rename.policy is
@@ -139,9 +75,10 @@ kmirror: {{ $cl.target.from }}.bootstrapServers
 
 {{/* Credentials and connection settings never go through extra properties (they would land in a ConfigMap). */}}
 {{- define "kmirror.validateValues.extraProperties" -}}
+{{- $rules := include "kmirror.rules" $ | fromJson -}}
 {{- range $what := list "extraConsumerProperties" "extraProducerProperties" }}
 {{- range $k, $_ := (get $.Values $what) }}
-{{- if regexMatch "(?i)(password|secret|jaas|credential|token|\\.pem$|^sasl\\.|^ssl\\.|^security\\.protocol$|^bootstrap\\.servers$|^group\\.id$)" $k }}
+{{- if or (include "kmirror.credential" (list $rules $k)) (regexMatch "^(sasl\\.|ssl\\.|security\\.protocol$|bootstrap\\.servers$|group\\.id$)" $k) }}
 kmirror: {{ $what }}.{{ $k }}
     {{ $k }} cannot be set here: extra properties are stored in a ConfigMap. Connection and
     security settings come from source.* / target.* (or thisCluster.* / external.*): securityProtocol,
@@ -153,8 +90,9 @@ kmirror: {{ $what }}.{{ $k }}
 
 {{/* extraEnv must not shadow what the chart sets from values. */}}
 {{- define "kmirror.validateValues.extraEnv" -}}
+{{- $rules := include "kmirror.rules" . | fromJson -}}
 {{- $managed := keys (include "kmirror.configEnv" . | fromYaml) -}}
-{{- range (include "kmirror.secretEnv" . | fromYamlArray) }}{{ $managed = append $managed .name }}{{ end -}}
+{{- range (include "kmirror.sideVars" . | fromYamlArray) }}{{ $managed = append $managed .name }}{{ end -}}
 {{- range $what := list "extraEnv" "validation.extraEnv" }}
 {{- $list := ternary $.Values.extraEnv $.Values.validation.extraEnv (eq $what "extraEnv") -}}
 {{- range $list }}
@@ -162,7 +100,7 @@ kmirror: {{ $what }}.{{ $k }}
 kmirror: {{ $what }}
     {{ .name }} is set by the chart from its values: change the matching value instead (see the
     chart README, "Environment of the mirror").
-{{- else if and (hasKey . "value") (regexMatch "(?i)(password|secret|token|credential)" (.name | toString)) }}
+{{- else if and (hasKey . "value") (include "kmirror.credential" (list $rules (.name | toString))) }}
 kmirror: {{ $what }}
     {{ .name }} looks like a credential but has a literal value: take it from a Secret with
     valueFrom.secretKeyRef instead.
@@ -171,11 +109,10 @@ kmirror: {{ $what }}
 {{- end }}
 {{- end -}}
 
-{{- define "kmirror.validateValues.topics" -}}
-{{- if not (trim (.Values.whitelist | toString)) }}
-kmirror: whitelist
-    The topic whitelist is empty: set whitelist to a regex or a comma-separated list, e.g. ".*".
-{{- end }}
+{{/* "true" when a key or variable name holds a credential (the image's config.secret.is_secret_key, in rules.json). */}}
+{{- define "kmirror.credential" -}}
+{{- $rules := index . 0 }}{{ $name := index . 1 -}}
+{{- if and (regexMatch $rules.credential $name) (not (regexMatch $rules.notCredential $name)) }}true{{ end -}}
 {{- end -}}
 
 {{- define "kmirror.validateValues.affinity" -}}
