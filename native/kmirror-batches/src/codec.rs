@@ -1,5 +1,5 @@
 //! The four codecs of Kafka's records sections, through well-kept crates: flate2 (gzip), snap
-//! (snappy), lz4_flex (the LZ4 frame format, KIP-57) and zstd (libzstd).
+//! (snappy), lz4 / lz4-sys (liblz4's frame format, KIP-57) and zstd (libzstd).
 //!
 //! What is Kafka's own: snappy comes in two framings. The Java client writes xerial's
 //! (`SnappyOutputStream`: a 16-byte header, then blocks of [int32 length][raw snappy]),
@@ -8,12 +8,11 @@
 //! checksums: Kafka's readers refuse linked blocks); gzip at level 6 and zstd at level 3, the
 //! Java client's defaults.
 //!
-//! A run is many tiny batches, so the decoders that keep state (lz4's frame decoder, zstd's
-//! context) are made once per merge and reused batch after batch.
+//! A run is many tiny batches, so the decoders that keep state (liblz4's and libzstd's
+//! decompression contexts) are made once per merge and reused batch after batch.
 
-use std::io::{Cursor, Read, Write};
+use std::io::{Read, Write};
 
-use lz4_flex::frame::{BlockMode, BlockSize, FrameDecoder, FrameEncoder, FrameInfo};
 use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer, ResetDirective};
 
 use crate::error::Error;
@@ -38,14 +37,14 @@ fn codec_error(codec: u16, e: impl std::fmt::Display) -> Error {
 }
 
 /// Decompresses records sections one batch after another, reusing its state.
-pub struct Decoder<'a> {
-    lz4: Option<FrameDecoder<Cursor<&'a [u8]>>>,
+pub struct Decoder {
+    lz4: Option<Lz4Context>,
     zstd: Option<DCtx<'static>>,
     /// The framing of the first snappy section seen: what the merged batch is written in.
     pub xerial: Option<bool>,
 }
 
-impl<'a> Decoder<'a> {
+impl Decoder {
     pub fn new() -> Self {
         Decoder {
             lz4: None,
@@ -55,7 +54,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// `src` decompressed into `dst` (cleared first).
-    pub fn decode(&mut self, codec: u16, src: &'a [u8], dst: &mut Vec<u8>) -> Result<(), Error> {
+    pub fn decode(&mut self, codec: u16, src: &[u8], dst: &mut Vec<u8>) -> Result<(), Error> {
         dst.clear();
         match codec {
             GZIP => flate2::read::MultiGzDecoder::new(src)
@@ -64,14 +63,10 @@ impl<'a> Decoder<'a> {
                 .map_err(|e| codec_error(codec, e)),
             SNAPPY => self.snappy(src, dst),
             LZ4 => {
-                let decoder = self
-                    .lz4
-                    .get_or_insert_with(|| FrameDecoder::new(Cursor::new(&[])));
-                *decoder.get_mut() = Cursor::new(src);
-                decoder
-                    .read_to_end(dst)
-                    .map(|_| ())
-                    .map_err(|e| codec_error(codec, e))
+                if self.lz4.is_none() {
+                    self.lz4 = Some(Lz4Context::new()?);
+                }
+                self.lz4.as_mut().expect("created above").decode(src, dst)
             }
             ZSTD => self.zstd(src, dst),
             _ => Err(codec_error(codec, "unknown codec")),
@@ -171,15 +166,15 @@ pub fn encode(codec: u16, xerial: bool, src: &[u8], out: &mut Vec<u8>) -> Result
         }
         SNAPPY => raw_snappy_encode(src, out),
         LZ4 => {
-            let info = FrameInfo::new()
-                .block_size(BlockSize::Max64KB)
-                .block_mode(BlockMode::Independent);
-            let mut encoder = FrameEncoder::with_frame_info(info, &mut *out);
+            let mut encoder = lz4::EncoderBuilder::new()
+                .block_size(lz4::BlockSize::Max64KB)
+                .block_mode(lz4::BlockMode::Independent)
+                .block_checksum(lz4::liblz4::BlockChecksum::NoBlockChecksum)
+                .checksum(lz4::ContentChecksum::NoChecksum)
+                .build(&mut *out)
+                .map_err(|e| codec_error(codec, e))?;
             encoder.write_all(src).map_err(|e| codec_error(codec, e))?;
-            encoder
-                .finish()
-                .map(|_| ())
-                .map_err(|e| codec_error(codec, e))
+            encoder.finish().1.map_err(|e| codec_error(codec, e))
         }
         ZSTD => {
             let compressed =
@@ -199,4 +194,73 @@ fn raw_snappy_encode(src: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
         .map_err(|e| codec_error(SNAPPY, e))?;
     out.truncate(start + n);
     Ok(())
+}
+
+/// A liblz4 frame decompression context, reused for every frame of a merge.
+struct Lz4Context(lz4_sys::LZ4FDecompressionContext);
+
+impl Lz4Context {
+    fn new() -> Result<Self, Error> {
+        let mut ctx = lz4_sys::LZ4FDecompressionContext(std::ptr::null_mut());
+        // SAFETY: liblz4 fills ctx in; it is freed once, in Drop.
+        let code =
+            unsafe { lz4_sys::LZ4F_createDecompressionContext(&mut ctx, lz4_sys::LZ4F_VERSION) };
+        lz4_check(code)?;
+        Ok(Lz4Context(ctx))
+    }
+
+    /// One or more frames of `src` decompressed, appended to `dst`.
+    fn decode(&mut self, src: &[u8], dst: &mut Vec<u8>) -> Result<(), Error> {
+        // SAFETY: a valid context; a frame left unfinished by an error must not leak into
+        // the next batch's.
+        unsafe { lz4_sys::LZ4F_resetDecompressionContext(self.0) };
+        let mut pos = 0;
+        loop {
+            if dst.capacity() - dst.len() < 64 * 1024 {
+                dst.reserve((src.len() * 4).max(64 * 1024));
+            }
+            let mut dst_size = dst.capacity() - dst.len();
+            let mut src_size = src.len() - pos;
+            // SAFETY: liblz4 writes at most dst_size bytes into the spare capacity and reads at
+            // most src_size bytes of src; both sizes come back as what it wrote and read.
+            let hint = unsafe {
+                lz4_sys::LZ4F_decompress(
+                    self.0,
+                    dst.as_mut_ptr().add(dst.len()),
+                    &mut dst_size,
+                    src.as_ptr().add(pos),
+                    &mut src_size,
+                    std::ptr::null(),
+                )
+            };
+            lz4_check(hint)?;
+            // SAFETY: liblz4 initialised dst_size more bytes.
+            unsafe { dst.set_len(dst.len() + dst_size) };
+            pos += src_size;
+            if hint == 0 && pos == src.len() {
+                return Ok(()); // the last frame ended where the section does
+            }
+            if pos == src.len() && dst_size == 0 && src_size == 0 {
+                return Err(codec_error(LZ4, "frame cut short"));
+            }
+        }
+    }
+}
+
+impl Drop for Lz4Context {
+    fn drop(&mut self) {
+        // SAFETY: created by LZ4F_createDecompressionContext, freed only here.
+        unsafe { lz4_sys::LZ4F_freeDecompressionContext(self.0) };
+    }
+}
+
+fn lz4_check(code: usize) -> Result<(), Error> {
+    // SAFETY: LZ4F_isError and LZ4F_getErrorName take any code; the name is a static string.
+    unsafe {
+        if lz4_sys::LZ4F_isError(code) == 0 {
+            return Ok(());
+        }
+        let name = std::ffi::CStr::from_ptr(lz4_sys::LZ4F_getErrorName(code));
+        Err(codec_error(LZ4, name.to_string_lossy()))
+    }
 }

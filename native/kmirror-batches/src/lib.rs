@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::PyBytes;
 
 pyo3::create_exception!(
     kmirror_batches,
@@ -36,11 +36,12 @@ struct IdMap {
 impl IdMap {
     #[new]
     #[pyo3(signature = (mapping=None))]
-    fn new(mapping: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+    fn new(mapping: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let mut ids = IdMap::default();
         if let Some(mapping) = mapping {
-            for (source, target) in mapping.iter() {
-                ids.set(source.extract()?, target.extract()?);
+            for item in mapping.call_method0("items")?.try_iter()? {
+                let (source, target): (u32, u32) = item?.extract()?;
+                ids.set(source, target);
             }
         }
         Ok(ids)
