@@ -61,13 +61,17 @@ fn be_i64(b: &[u8], at: usize) -> i64 {
     i64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
+fn be_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
 fn be_i32(b: &[u8], at: usize) -> i32 {
     i32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
 /// Every batch in `buf` (one or more complete batches, back to back), each checked to be one
-/// the merge can take: magic 2, not a control batch, CreateTime, dense (a record for every
-/// offset of its range: compaction leaves gaps a producer may not send).
+/// the merge can take: magic 2, an intact CRC, not a control batch, CreateTime, dense (a
+/// record for every offset of its range: compaction leaves gaps a producer may not send).
 pub fn split<'a>(buf: &'a [u8], out: &mut Vec<Batch<'a>>) -> Result<(), Error> {
     let mut pos = 0;
     while pos < buf.len() {
@@ -108,6 +112,10 @@ fn check(batch: &Batch<'_>, magic: u8) -> Result<(), Error> {
     let at = batch.base_offset;
     let why = if magic != 2 {
         format!("message format v{magic} (only v2 batches merge)")
+    } else if crc32c::crc32c(&batch.data[ATTRIBUTES_OFFSET..]) != be_u32(batch.data, CRC_OFFSET) {
+        // The merged batch gets a new CRC: a corrupt source batch must stop here, not be
+        // passed on looking sound (the Java consumer's check.crcs does the same).
+        "its CRC32C does not match its contents (corrupt)".to_string()
     } else if batch.attributes & CONTROL_MASK != 0 {
         "a control batch (transaction marker)".to_string()
     } else if batch.attributes & TIMESTAMP_TYPE_MASK != 0 {

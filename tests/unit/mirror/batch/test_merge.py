@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 
+import crc32c
 import pytest
 from kafka.record.default_records import DefaultRecordBatch as KafkaPythonReader
 from kmirror_batches import IdMap, MergeError, merge
@@ -150,8 +151,10 @@ def test_lz4_is_written_with_independent_blocks_as_kafka_requires() -> None:
 
 
 def _patched(data: bytes, offset: int, fmt: str, value: int) -> bytes:
+    """The batch with one field changed and its CRC32C made to match again."""
     out = bytearray(data)
     struct.pack_into(fmt, out, offset, value)
+    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21:])))
     return bytes(out)
 
 
@@ -185,6 +188,14 @@ def test_batches_a_producer_may_not_send_as_they_are_are_refused(
         merge([_patched(data, *patch)])
 
 
+def test_a_corrupt_batch_is_refused_not_passed_on_under_a_new_crc() -> None:
+    (data,) = run_of(varied()[1:2], codec="lz4")
+    flipped = bytearray(data)
+    flipped[-3] ^= 0x01
+    with pytest.raises(MergeError, match="CRC32C does not match"):
+        merge([bytes(flipped)])
+
+
 def test_malformed_input_is_an_error_not_a_crash() -> None:
     (data,) = run_of(varied()[1:2])
     with pytest.raises(MergeError, match="cut batch"):
@@ -195,7 +206,7 @@ def test_malformed_input_is_an_error_not_a_crash() -> None:
         merge([_patched(data, 61, ">b", 0x7E)])  # first record's length: 63 > the batch
     (lz4,) = run_of(varied()[1:2], codec="lz4")
     with pytest.raises(MergeError, match="lz4"):
-        merge([lz4[:65] + b"\xff" * (len(lz4) - 65)])
+        merge([_patched(lz4[:65] + b"\xff" * (len(lz4) - 65), 65, ">b", 0x60)])
     with pytest.raises(MergeError, match="no batches"):
         merge([])
 
