@@ -18,6 +18,8 @@
 //! 57      4     recordCount
 //! ```
 
+use std::ops::Range;
+
 use crate::error::Error;
 
 pub const HEADER_SIZE: usize = 61;
@@ -168,6 +170,57 @@ pub fn write_header(out: &mut [u8], h: &Header) {
     out[57..61].copy_from_slice(&h.record_count.to_be_bytes());
     let crc = crc32c::crc32c(&out[ATTRIBUTES_OFFSET..]);
     out[CRC_OFFSET..ATTRIBUTES_OFFSET].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// Where a record's key and value lie in `rest` (the record after its offset delta), None when
+/// null. The whole layout is checked, headers included, to end exactly where the record's
+/// length says: a merged batch whose records a broker would refuse must not be built.
+pub struct Fields {
+    pub key: Option<Range<usize>>,
+    pub value: Option<Range<usize>>,
+}
+
+pub fn fields(rest: &[u8]) -> Result<Fields, Error> {
+    let (key, pos) = bytes_field(rest, 0)?;
+    let (value, pos) = bytes_field(rest, pos)?;
+    let (count, mut pos) = read_varint(rest, pos)?;
+    if count < 0 {
+        return Err(Error::Input(format!(
+            "a record says it has {count} headers"
+        )));
+    }
+    for _ in 0..count {
+        let (name, next) = bytes_field(rest, pos)?;
+        if name.is_none() {
+            return Err(Error::Input("a record header without a key".to_string()));
+        }
+        (_, pos) = bytes_field(rest, next)?;
+    }
+    if pos != rest.len() {
+        return Err(Error::Input(format!(
+            "a record's fields end {} bytes before its length says",
+            rest.len() - pos
+        )));
+    }
+    Ok(Fields { key, value })
+}
+
+/// A length-prefixed byte field at `pos` (length -1: null) and the position after it.
+fn bytes_field(b: &[u8], pos: usize) -> Result<(Option<Range<usize>>, usize), Error> {
+    let (len, pos) = read_varint(b, pos)?;
+    if len == -1 {
+        return Ok((None, pos));
+    }
+    let end = usize::try_from(len)
+        .ok()
+        .map(|len| pos + len)
+        .filter(|&end| end <= b.len())
+        .ok_or_else(|| {
+            Error::Input(format!(
+                "a record field of {len} bytes runs past the record"
+            ))
+        })?;
+    Ok((Some(pos..end), end))
 }
 
 /// A zig-zag varint or varlong (the record format's) at `pos`, and the position after it.

@@ -4,8 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::batch::read_varint;
-use crate::error::Error;
+use crate::batch::Fields;
 
 const WIRE_MAGIC: u8 = 0;
 const WIRE_PREFIX: usize = 5;
@@ -22,46 +21,34 @@ pub struct Tally {
     pub unmapped: Vec<u32>,
 }
 
-/// Rewrite the IDs of one record's key and value. `rest` is the record after its offset
-/// delta: key length, key, value length, value, headers (headers are never rewritten).
-pub fn rewrite(rest: &mut [u8], map: &HashMap<u32, u32>, tally: &mut Tally) -> Result<(), Error> {
-    let (key_len, pos) = read_varint(rest, 0)?;
-    let pos = field(rest, pos, key_len, map, tally, true)?;
-    let (value_len, pos) = read_varint(rest, pos)?;
-    field(rest, pos, value_len, map, tally, false)?;
-    Ok(())
+/// Rewrite the IDs of one record's key and value (headers are never rewritten). `rest` is the
+/// record after its offset delta, `fields` where its key and value lie in it.
+pub fn rewrite(rest: &mut [u8], fields: &Fields, map: &HashMap<u32, u32>, tally: &mut Tally) {
+    if let Some(key) = &fields.key {
+        if !field(&mut rest[key.clone()], map, tally) {
+            tally.plain_keys += 1;
+        }
+    }
+    if let Some(value) = &fields.value {
+        if !field(&mut rest[value.clone()], map, tally) {
+            tally.plain_values += 1;
+        }
+    }
 }
 
-fn field(
-    rest: &mut [u8],
-    pos: usize,
-    len: i32,
-    map: &HashMap<u32, u32>,
-    tally: &mut Tally,
-    key: bool,
-) -> Result<usize, Error> {
-    let Ok(len) = usize::try_from(len) else {
-        return Ok(pos); // null (-1)
-    };
-    let Some(bytes) = rest.get_mut(pos..pos + len) else {
-        return Err(Error::Input(
-            "a record's key or value runs past the record".to_string(),
-        ));
-    };
-    if len >= WIRE_PREFIX && bytes[0] == WIRE_MAGIC {
-        let id = u32::from_be_bytes(bytes[1..WIRE_PREFIX].try_into().expect("4 bytes"));
-        match map.get(&id) {
-            Some(target) => {
-                bytes[1..WIRE_PREFIX].copy_from_slice(&target.to_be_bytes());
-                tally.rewritten += 1;
-            }
-            None if tally.unmapped.contains(&id) => {}
-            None => tally.unmapped.push(id),
-        }
-    } else if key {
-        tally.plain_keys += 1;
-    } else {
-        tally.plain_values += 1;
+/// Whether `bytes` is in the wire format (then its ID is rewritten, or reported unmapped).
+fn field(bytes: &mut [u8], map: &HashMap<u32, u32>, tally: &mut Tally) -> bool {
+    if bytes.len() < WIRE_PREFIX || bytes[0] != WIRE_MAGIC {
+        return false;
     }
-    Ok(pos + len)
+    let id = u32::from_be_bytes(bytes[1..WIRE_PREFIX].try_into().expect("4 bytes"));
+    match map.get(&id) {
+        Some(target) => {
+            bytes[1..WIRE_PREFIX].copy_from_slice(&target.to_be_bytes());
+            tally.rewritten += 1;
+        }
+        None if tally.unmapped.contains(&id) => {}
+        None => tally.unmapped.push(id),
+    }
+    true
 }

@@ -239,6 +239,8 @@ fn copy_records(
         let record = &section[start..end];
         let (ts_delta, p) = batch::read_varlong(record, 1)?;
         let (offset_delta, p) = batch::read_varint(record, p)?;
+        let fields = batch::fields(&record[p..])
+            .map_err(|e| input(format!("batch at offset {at}: record {j}: {e}")))?;
         if offset_delta != j {
             return Err(input(format!(
                 "batch at offset {at}: record {j} has offset delta {offset_delta} (not dense)"
@@ -249,7 +251,9 @@ fn copy_records(
             .checked_add(ts_delta)
             .ok_or_else(|| input(format!("batch at offset {at}: timestamp overflows")))?;
         max_ts = max_ts.max(ts);
-        let new_ts_delta = ts - base_ts;
+        let new_ts_delta = ts
+            .checked_sub(base_ts)
+            .ok_or_else(|| input(format!("batch at offset {at}: timestamp delta overflows")))?;
         let new_offset_delta = first_index + j;
         let rest_at = if new_ts_delta == ts_delta && new_offset_delta == offset_delta {
             out.extend_from_slice(&section[pos..end]);
@@ -269,7 +273,7 @@ fn copy_records(
             out.len() - rest.len()
         };
         if let Some(map) = ids {
-            ids::rewrite(&mut out[rest_at..], map, tally)?;
+            ids::rewrite(&mut out[rest_at..], &fields, map, tally);
         }
         pos = end;
     }
