@@ -180,6 +180,7 @@ pub struct Fields {
     pub value: Option<Range<usize>>,
 }
 
+#[inline]
 pub fn fields(rest: &[u8]) -> Result<Fields, Error> {
     let (key, pos) = bytes_field(rest, 0)?;
     let (value, pos) = bytes_field(rest, pos)?;
@@ -206,6 +207,7 @@ pub fn fields(rest: &[u8]) -> Result<Fields, Error> {
 }
 
 /// A length-prefixed byte field at `pos` (length -1: null) and the position after it.
+#[inline(always)]
 fn bytes_field(b: &[u8], pos: usize) -> Result<(Option<Range<usize>>, usize), Error> {
     let (len, pos) = read_varint(b, pos)?;
     if len == -1 {
@@ -224,8 +226,18 @@ fn bytes_field(b: &[u8], pos: usize) -> Result<(Option<Range<usize>>, usize), Er
 }
 
 /// A zig-zag varint or varlong (the record format's) at `pos`, and the position after it.
-#[inline]
-pub fn read_varlong(b: &[u8], mut pos: usize) -> Result<(i64, usize), Error> {
+/// Most are one byte (small lengths and deltas): that case is kept short and inlined.
+#[inline(always)]
+pub fn read_varlong(b: &[u8], pos: usize) -> Result<(i64, usize), Error> {
+    match b.get(pos) {
+        Some(&byte) if byte < 0x80 => Ok((unzigzag(u64::from(byte)), pos + 1)),
+        _ => read_long_varlong(b, pos),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn read_long_varlong(b: &[u8], mut pos: usize) -> Result<(i64, usize), Error> {
     let mut raw: u64 = 0;
     let mut shift = 0;
     loop {
@@ -235,9 +247,7 @@ pub fn read_varlong(b: &[u8], mut pos: usize) -> Result<(i64, usize), Error> {
         pos += 1;
         raw |= u64::from(byte & 0x7f) << shift;
         if byte & 0x80 == 0 {
-            // Zig-zag decoding; the casts reinterpret the bits.
-            #[allow(clippy::cast_possible_wrap)]
-            return Ok((((raw >> 1) as i64) ^ -((raw & 1) as i64), pos));
+            return Ok((unzigzag(raw), pos));
         }
         shift += 7;
         if shift > 63 {
@@ -246,7 +256,16 @@ pub fn read_varlong(b: &[u8], mut pos: usize) -> Result<(i64, usize), Error> {
     }
 }
 
-#[inline]
+#[inline(always)]
+fn unzigzag(raw: u64) -> i64 {
+    // The casts reinterpret the bits.
+    #[allow(clippy::cast_possible_wrap)]
+    {
+        ((raw >> 1) as i64) ^ -((raw & 1) as i64)
+    }
+}
+
+#[inline(always)]
 pub fn read_varint(b: &[u8], pos: usize) -> Result<(i32, usize), Error> {
     let (v, pos) = read_varlong(b, pos)?;
     i32::try_from(v)
