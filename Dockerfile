@@ -4,7 +4,8 @@
 #
 # The build reaches neither PyPI nor Maven: it installs only what `make image-inputs`
 # (scripts/image-inputs) prepared on the host in .cache/image-inputs/ (hash-pinned wheels, the
-# kmirror wheel, the Spark Kafka connector jars); only Debian packages come from the network.
+# kmirror wheel and its compiled kernel's, the Spark Kafka connector jars); only Debian packages
+# come from the network.
 #   make image-inputs
 #   podman build -t kmirror .                               # or: docker build
 #   podman build --target validate -t kmirror-validate .
@@ -69,8 +70,9 @@ RUN /opt/kmirror/bin/python -m pip install --no-cache-dir --find-links /wheels/v
       -r /wheels/validate/requirements.txt \
  && /opt/kmirror/bin/python -m pip uninstall --yes --quiet pip setuptools
 
-# kmirror itself, as a small tree the final stages lay over the venv: a code change rebuilds
-# (and a registry ships) only this layer. /app-mirror leaves out the validation job.
+# kmirror itself and its record-batch kernel (native/kmirror-batches, a wheel built on the host by
+# scripts/build-native), as a small tree the final stages lay over the venv: a code change
+# rebuilds (and a registry ships) only this layer. /app-mirror leaves out the validation job.
 FROM builder AS app
 COPY .cache/image-inputs/app/ /wheels/app/
 RUN /opt/kmirror/bin/python -m pip install --no-cache-dir --find-links /wheels/app \

@@ -10,7 +10,7 @@ PYTEST := $(VENV)/bin/pytest
 # them; KMIRROR_SOURCE_BOOTSTRAP/KMIRROR_TARGET_BOOTSTRAP point it at other clusters instead.
 PYTEST_ARGS ?=
 
-.PHONY: test-security k8s-binaries k8s-up k8s-down test-k8s help setup venv jars go-tools system-deps lint typecheck test test-unit test-integration \
+.PHONY: test-security k8s-binaries k8s-up k8s-down test-k8s help setup venv native jars go-tools system-deps lint typecheck test test-unit test-integration \
         test-chart test-spark test-image test-faults test-faults-short demo clusters-up clusters-down clusters-status \
         image image-inputs push bench bench-validate bench-smoke bench-dr chart-docs chart-docs-tool chart-rules env-docs module-graph clean
 
@@ -19,11 +19,19 @@ help: ## List the targets
 
 setup: venv jars go-tools system-deps chart-docs-tool ## Install everything the tests need (idempotent; seconds when warm)
 
-venv: $(VENV)/.installed ## Python venv with both packages and the dev tools (hash-locked)
+venv: $(VENV)/.installed $(VENV)/.native ## Python venv with both packages, the record-batch kernel and the dev tools (hash-locked)
 $(VENV)/.installed: requirements/dev.lock pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --require-hashes -r requirements/dev.lock
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $@
+
+# The record-batch kernel (Rust, PyO3): a wheel built by maturin from crates.io crates pinned by
+# Cargo.lock, offline once cargo's cache has them (scripts/build-native).
+NATIVE_SOURCES := $(wildcard native/kmirror-batches/Cargo.* native/kmirror-batches/*.pyi native/kmirror-batches/src/*.rs)
+native: $(VENV)/.native ## Build the record-batch kernel (native/kmirror-batches) and install it into the venv
+$(VENV)/.native: $(VENV)/.installed $(NATIVE_SOURCES) scripts/build-native
+	scripts/build-native
 	@touch $@
 
 jars: ## Kafka broker, MirrorMaker 2 and spark-sql-kafka jars from Maven Central into the cache

@@ -5,9 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from kafka.protocol.producer.produce import ProduceRequest
+
 from kmirror.config.model import ClusterConfig, MirrorConfig
 from kmirror.mirror.batch.copier import BatchCopier, Fallback
 from kmirror.mirror.batch.fetcher import Fetcher
+from kmirror.mirror.batch.producer import PRODUCE_VERSION
 from kmirror.mirror.batch.records import Batch
 from kmirror.mirror.batch.settings import connection_args
 from kmirror.mirror.batch.wire import Link, selector
@@ -79,6 +82,41 @@ def raw_batches(bootstrap: str, topic: str, partition: int, timeout: float = 30.
     return out
 
 
+def produce_raw(bootstrap: str, topic: str, partition: int, batch: bytes) -> int:
+    """Send one v2 batch with Produce v9 (acks=all), as the batch path's producer session does,
+    and return the base offset where it landed; AssertionError naming the broker's error
+    code when refused."""
+    net = selector()
+    link = Link(net, "check", connection_args({"bootstrap.servers": bootstrap}, "check", 1 << 26))
+    try:
+        link.bootstrap(10)
+        link.want({topic})
+        deadline = time.monotonic() + 30
+        while (node := link.leader(topic, partition)) is None:
+            assert time.monotonic() < deadline, f"no leader for {topic}[{partition}]"
+            link.refresh()
+            net.poll(timeout_ms=100)
+        data = ProduceRequest.TopicProduceData.PartitionProduceData(index=partition, records=batch)
+        request = ProduceRequest(
+            transactional_id=None,
+            acks=-1,
+            timeout_ms=30_000,
+            topic_data=[ProduceRequest.TopicProduceData(name=topic, partition_data=[data])],
+            version=PRODUCE_VERSION,
+        )
+        future = link.send(node, request)
+        while not future.is_done:
+            assert time.monotonic() < deadline, f"no produce response from {topic}[{partition}]"
+            net.poll(timeout_ms=100, future=future)
+        assert future.succeeded(), future.exception
+        (part,) = future.value.responses[0].partition_responses
+        assert part.error_code == 0, (part.error_code, part.error_message, part.record_errors)
+        return int(part.base_offset)
+    finally:
+        link.close()
+        net.close()
+
+
 def assert_translates(book: ProgressBook, topic: str, src: list[Rec], dst: list[Rec]) -> None:
     """The i-th copied record of each partition: the book maps its source offset to the
     target offset where it landed."""
@@ -86,4 +124,11 @@ def assert_translates(book: ProgressBook, topic: str, src: list[Rec], dst: list[
         assert book[(topic, s.partition)].translate(s.offset) == d.offset, (s, d)
 
 
-__all__ = ["Clusters", "assert_translates", "copy_all", "mirror_config", "raw_batches"]
+__all__ = [
+    "Clusters",
+    "assert_translates",
+    "copy_all",
+    "mirror_config",
+    "produce_raw",
+    "raw_batches",
+]

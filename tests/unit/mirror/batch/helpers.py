@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
@@ -64,3 +65,59 @@ def marker(base_offset: int, producer_id: int, *, abort: bool) -> bytes:
     attributes = struct.unpack_from(">h", data, 21)[0] | 0x20
     struct.pack_into(">h", data, 21, attributes)
     return bytes(data)
+
+
+# -- any codec, for the merge kernel (kmirror_batches) ----------------------------------------
+
+Record = tuple[int, bytes | None, bytes | None, list[Header]]  # timestamp, key, value, headers
+CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+# Snappy in both framings Kafka's clients write: xerial's (the Java client) and raw (librdkafka).
+CODEC_CASES = ["none", "gzip", "snappy", "snappy-raw", "lz4", "zstd"]
+
+
+def build_any(records: list[Record], *, base_offset: int = 0, codec: str = "none") -> bytes:
+    """A v2 batch of these records with any codec, built by aiokafka's record-batch builder
+    (its codecs are cramjam's). ``snappy-raw``: the records section re-compressed as raw
+    snappy, as librdkafka writes it (the builder writes xerial's framing)."""
+    import cramjam
+    import crc32c
+    from aiokafka.record.default_records import DefaultRecordBatchBuilder
+
+    raw = codec == "snappy-raw"
+    builder = DefaultRecordBatchBuilder(2, 0 if raw else CODECS[codec], 0, -1, -1, -1, 1 << 24)
+    for i, (ts, key, value, headers) in enumerate(records):
+        builder.append(i, ts, key, value, headers)
+    data = bytearray(builder.build())
+    if raw:
+        data[61:] = bytes(cramjam.snappy.compress_raw(bytes(data[61:])))
+        struct.pack_into(">i", data, 8, len(data) - 12)
+        struct.pack_into(">h", data, 21, struct.unpack_from(">h", data, 21)[0] | CODECS["snappy"])
+        struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[21:])))
+    struct.pack_into(">q", data, 0, base_offset)
+    return bytes(data)
+
+
+def run_of(
+    batches: list[list[Record]], *, first_offset: int = 0, codec: str = "none"
+) -> list[bytes]:
+    """Contiguous batches of these records, the first at ``first_offset``."""
+    out, offset = [], first_offset
+    for records in batches:
+        out.append(build_any(records, base_offset=offset, codec=codec))
+        offset += len(records)
+    return out
+
+
+ReadBack = tuple[int, int, bytes | None, bytes | None, list[Header]]
+
+
+def read_any(data: bytes) -> tuple[Any, list[ReadBack]]:
+    """A batch read back by aiokafka's (Cython) reader, an implementation independent of the
+    kernel: the batch (its CRC checked), and (offset, timestamp, key, value, headers) of each
+    record."""
+    from aiokafka.record.default_records import DefaultRecordBatch
+
+    batch = DefaultRecordBatch(data)
+    assert batch.validate_crc(), "the batch's CRC32C does not match its contents"
+    records = [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in batch]
+    return batch, records
