@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import ssl
 import subprocess
@@ -158,9 +159,9 @@ def java_bin() -> Path:
             path = Path(value)
             candidates.append(path if path.name == "java" else path / "bin" / "java")
     candidates += sorted(Path("/usr/lib/jvm").glob("*/bin/java"), reverse=True)
-    which = subprocess.run(["sh", "-c", "command -v java"], capture_output=True, text=True)
-    if which.stdout.strip():
-        candidates.append(Path(which.stdout.strip()))
+    which = shutil.which("java")
+    if which:
+        candidates.append(Path(which))
     seen = []
     for java in candidates:
         if java.exists():
