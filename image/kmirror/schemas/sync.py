@@ -183,8 +183,9 @@ class RegistrySync:
         """Selected source subjects with versions not copied yet (subject -> how many)."""
         out = {}
         for subject in self.selected():
-            n = len(self.source.versions(subject)) - self._done.get(subject, 0)
-            if n > 0:
+            done = self._done.get(subject, 0)
+            n = len([v for v in self.source.versions(subject) if v > done])
+            if n:
                 out[subject] = n
         return out
 
