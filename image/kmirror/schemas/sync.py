@@ -189,6 +189,19 @@ class RegistrySync:
                 out[subject] = n
         return out
 
+    def plan(self) -> list[dict[str, object]]:
+        """What a sync would do, read only (`kmirror check`): per selected subject, its versions
+        on both sides and `copy` (versions to register), `ok`, or `conflict` (the target
+        subject has more versions than the source: a sync refuses it)."""
+        rows: list[dict[str, object]] = []
+        for subject in self.selected():
+            tsubject = self.target_subject(subject)
+            have, want = len(self.target.versions(tsubject)), len(self.source.versions(subject))
+            action = "ok" if have == want else "copy" if have < want else "conflict"
+            rows.append({"subject": subject, "target_subject": tsubject, "versions": want,
+                         "target_versions": have, "action": action})  # fmt: skip
+        return rows
+
     def close(self) -> None:
         self.source.close()
         self.target.close()
