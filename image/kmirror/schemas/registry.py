@@ -123,6 +123,13 @@ class Registry:
             return []
         return [(str(v.subject), int(v.version or 0)) for v in found]
 
+    def schema(self, schema_id: int) -> Schema | None:
+        """The schema registered under this ID, or None when the registry does not know it."""
+        try:
+            return self.call(f"schema ID {schema_id}", lambda: self.client.get_schema(schema_id))
+        except MissingError:
+            return None
+
     def compatibility(self, subject: str | None = None) -> str | None:
         """The global level, or the subject's own (None when the subject has none)."""
         try:

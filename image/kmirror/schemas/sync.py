@@ -189,6 +189,25 @@ class RegistrySync:
                 out[subject] = n
         return out
 
+    def pairs(self) -> dict[int, int]:
+        """Source -> target IDs of every selected subject's versions that the target subject
+        holds (the same schema, looked up there), read only: what the validator compares by."""
+        ids: dict[int, int] = {}
+        for subject in self.selected():
+            tsubject = self.target_subject(subject)
+            for v in self.source.versions(subject):
+                rs = self.source.version(subject, v)
+                refs = [
+                    SchemaReference(r.name, self.target_subject(str(r.subject)), r.version)
+                    for r in rs.schema.references or []
+                ]
+                there = self.target.lookup(
+                    tsubject, Schema(rs.schema.schema_str, rs.schema.schema_type, refs)
+                )
+                if there is not None:
+                    ids[int(rs.schema_id or 0)] = int(there.schema_id or 0)
+        return ids
+
     def plan(self) -> list[dict[str, object]]:
         """What a sync would do, read only (`kmirror check`): per selected subject, its versions
         on both sides and `copy` (versions to register), `ok`, or `conflict` (the target
