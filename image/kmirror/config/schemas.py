@@ -1,6 +1,6 @@
 """Schema mirroring settings: the two schema registries, the ID mode, which subjects.
 
-Off unless registry URLs are given. Every dialect builds `SchemaSettings` with `from_values`
+Off unless registry URLs are given. Every dialect builds `SchemaSettings` (dialects/schemas.py)
 from its own names (docs/schemas.md has the table):
 
 * flags / KMIRROR_SCHEMA_* variables: `--schema-registry-source-url` (also `-target-`),
@@ -18,7 +18,6 @@ The key names follow the Confluent serializers' (`schema.registry.url`, `basic.a
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -130,67 +129,6 @@ class SchemaSettings:
         return any(re.fullmatch(p, subject) for p in self.subjects) and not any(
             re.fullmatch(p, subject) for p in self.subjects_exclude
         )
-
-
-def from_values(values: Mapping[str, str | Secret | None], where: str) -> SchemaSettings | None:
-    """Settings from flat values named `source_url`, `target_basic_auth_user`, ..., `id_mode`,
-    `subjects`, `subjects_exclude`, `sync_interval_s`, `unknown_id` (None or "" = not given).
-    None when no source URL is given (schema mirroring off)."""
-
-    def text(name: str) -> str:
-        value = values.get(name)
-        return "" if value is None else reveal(value).strip()
-
-    def secret(name: str) -> Secret | None:
-        value = values.get(name)
-        if value is None or not reveal(value):
-            return None
-        return value if isinstance(value, Secret) else Secret(value)
-
-    if not text("source_url") and not text("target_url"):
-        return None
-    if not text("source_url") or not text("target_url"):
-        raise ConfigError(
-            f"{where}: schema mirroring needs both registry URLs (source and target); "
-            f"only the {'source' if text('source_url') else 'target'} one is set"
-        )
-    ends = {
-        side: RegistryEndpoint(
-            side,
-            text(f"{side}_url"),
-            basic_auth_user=text(f"{side}_basic_auth_user"),
-            basic_auth_password=secret(f"{side}_basic_auth_password"),
-            bearer_token=secret(f"{side}_bearer_token"),
-            ssl_ca_location=text(f"{side}_ssl_ca_location"),
-        )
-        for side in ("source", "target")
-    }
-    from kmirror.config.model import split_patterns  # the one pattern-list syntax
-
-    interval = text("sync_interval_s")
-    try:
-        seconds = float(interval) if interval else DEFAULT_SYNC_INTERVAL_S
-    except ValueError:
-        raise ConfigError(
-            f"{where}: schema sync interval must be seconds, not {interval!r}"
-        ) from None
-    return SchemaSettings(
-        source=ends["source"],
-        target=ends["target"],
-        id_mode=text("id_mode").lower() or "translate",  # type: ignore[arg-type]  # checked
-        subjects=split_patterns(text("subjects") or ".*"),
-        subjects_exclude=split_patterns(text("subjects_exclude")),
-        sync_interval_s=seconds,
-        unknown_id=text("unknown_id").lower() or "fail",  # type: ignore[arg-type]  # checked
-    )
-
-
-def split_user_info(user_info: str | Secret, where: str) -> tuple[str, Secret]:
-    """`user:password` (the Confluent clients' basic.auth.user.info) -> (user, Secret)."""
-    user, sep, password = reveal(user_info).partition(":")
-    if not sep or not user:
-        raise ConfigError(f"{where}: basic.auth.user.info must be user:password")
-    return user, Secret(password)
 
 
 ENV_DOCS: tuple[tuple[str, str, str], ...] = (
