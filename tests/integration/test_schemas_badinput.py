@@ -43,7 +43,7 @@ def secure_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure
     password = secrets.token_hex(12)
     (d / "password").write_text(password + "\n")
     spec = registrylocal.RegistrySpec(
-        f"schemas-secure-{free_port()}", free_port(), str(pki.dir / "broker.pem"),
+        "schemas-secure", free_port(), str(pki.dir / "broker.pem"),
         str(pki.dir / "broker.key"), {"mirror": password},
     )  # fmt: skip
     try:
