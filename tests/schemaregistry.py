@@ -26,6 +26,18 @@ class Registries:
     source_url: str
     target_url: str
 
+    def mirror_flags(self, uid: str, *extra: str) -> list[str]:
+        """`kmirror run` flags mirroring these registries' subjects named with `uid` (the
+        session's tests share the registries: each syncs only its own subjects), on the
+        record path (the batch path's ID rewrite is the batch kernel's)."""
+        return [
+            "--engine", "record",
+            "--schema-registry-source-url", self.source_url,
+            "--schema-registry-target-url", self.target_url,
+            "--schema-subjects", f".*{uid}.*",
+            *extra,
+        ]  # fmt: skip
+
 
 @pytest.fixture(scope="session")
 def schema_registries() -> Iterator[Registries]:

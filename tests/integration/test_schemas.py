@@ -35,17 +35,6 @@ PREFIX = "A"
 FAST_GROUP = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000}
 
 
-def schema_args(reg: Registries, uid: str, *extra: str) -> list[str]:
-    return [
-        "--engine", "record",
-        "--schema-registry-source-url", reg.source_url,
-        "--schema-registry-target-url", reg.target_url,
-        # The registries are shared by the session's tests: each syncs only its own subjects.
-        "--schema-subjects", f".*{uid}.*",
-        *extra,
-    ]  # fmt: skip
-
-
 def holds(clusters: Clusters, topic: str, count: int) -> Callable[[], bool]:
     return lambda: len(consume_all(clusters.target_bootstrap, topic)) >= count
 
@@ -98,7 +87,7 @@ def test_translate_copies_subjects_and_every_record_reads_the_same_on_the_target
         # A killed member leaves the group after 6 s, not 45: the restart gets its partitions.
         *mirror_args(tmp_path, clusters, unique_name("g"), "|".join(topics), FAST_GROUP),
         "--rename-policy", "prefix", "--source-alias", PREFIX,
-        *schema_args(reg, uid),
+        *reg.mirror_flags(uid),
     ]  # fmt: skip
     counts = {t: len(consume_all(clusters.source_bootstrap, t)) for t in topics}
     with MirrorProcess(args, tmp_path / "m1.log") as m:
@@ -176,7 +165,7 @@ def test_a_version_registered_while_the_mirror_runs_reaches_the_target_before_it
     # A long poll: only the record path can bring version 2 over in time.
     # Under exactly-once: its transactional copier shares the record copier's loop.
     args = [*mirror_args(tmp_path, clusters, unique_name("g"), topic), "--exactly-once",
-            *schema_args(reg, uid, "--schema-sync-interval-s", "600")]  # fmt: skip
+            *reg.mirror_flags(uid, "--schema-sync-interval-s", "600")]  # fmt: skip
     with MirrorProcess(args, tmp_path / "m.log") as m:
         wait_until(holds(clusters, topic, 1), 180)
         # Registered and used at once: the record races the registry sync.
@@ -210,7 +199,7 @@ def test_preserve_on_a_registry_that_cannot_keep_ids_stops_and_registers_nothing
     src.register_schema(f"{topic}-value", Schema(json.dumps({"type": "fixed", "name": "F",
                                                              "size": 4}), "AVRO"))  # fmt: skip
     args = [*mirror_args(tmp_path, clusters, unique_name("g"), topic),
-            *schema_args(reg, uid, "--schema-id-mode", "preserve")]  # fmt: skip
+            *reg.mirror_flags(uid, "--schema-id-mode", "preserve")]  # fmt: skip
     result = run_cli([*args, "--metrics-port", "0"], timeout=180)
     assert result.returncode == 1, result.stderr
     assert "did not keep schema ID" in result.stderr and "translate" in result.stderr

@@ -125,10 +125,8 @@ def test_an_id_the_source_registry_does_not_know(
     topic = make_topic(clusters.source_bootstrap, f"unk-{uid}")
     stranger = b"\x00" + (2**31 - 7).to_bytes(4, "big") + b"payload"
     produce(clusters.source_bootstrap, topic, [{"value": stranger}])
-    base = [*mirror_args(tmp_path, clusters, unique_name("g"), topic), "--engine", "record",
-            "--schema-registry-source-url", schema_registries.source_url,
-            "--schema-registry-target-url", schema_registries.target_url,
-            "--schema-subjects", f".*{uid}.*"]  # fmt: skip
+    base = [*mirror_args(tmp_path, clusters, unique_name("g"), topic),
+            *schema_registries.mirror_flags(uid)]  # fmt: skip
 
     failed = run_cli([*base, "--metrics-port", "0"], timeout=180)
     assert failed.returncode == 1, failed.stderr
@@ -158,10 +156,8 @@ def test_a_target_subject_with_another_history_is_refused_and_left_alone(
     dst = SchemaRegistryClient({"url": schema_registries.target_url})
     src.register_schema(f"{topic}-value", Schema(FIXED, "AVRO"))
     theirs = dst.register_schema(f"{topic}-value", Schema('"string"', "AVRO"))
-    args = [*mirror_args(tmp_path, clusters, unique_name("g"), topic), "--engine", "record",
-            "--schema-registry-source-url", schema_registries.source_url,
-            "--schema-registry-target-url", schema_registries.target_url,
-            "--schema-subjects", f".*{uid}.*"]  # fmt: skip
+    args = [*mirror_args(tmp_path, clusters, unique_name("g"), topic),
+            *schema_registries.mirror_flags(uid)]  # fmt: skip
     result = run_cli([*args, "--metrics-port", "0"], timeout=180)
     assert result.returncode == 1, result.stderr
     assert f"target subject {topic}-value has a history" in result.stderr
