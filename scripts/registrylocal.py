@@ -12,8 +12,9 @@ Apicurio 3 needs Java 21+; the machines carry a Temurin 25 JDK beside the defaul
 the java is looked up at run time (``KMIRROR_REGISTRY_JAVA``, ``JAVA_HOME``, ``/usr/lib/jvm/*``,
 ``java`` on the PATH: the first of version 21 or later), and its absence is an error that says
 so. A shared class archive (``-XX:+AutoCreateSharedArchive``) written by the first clean stop
-cuts later starts. Optional: HTTPS with a given certificate and key, and HTTP basic users
-(Quarkus' own embedded users; Apicurio's OIDC needs an identity provider).
+cuts later starts. Optional: HTTPS with a given certificate and key, HTTP basic users (Quarkus'
+own embedded users) and bearer tokens signed by a given key (Apicurio's OIDC authentication
+with a public key, so no identity provider is needed).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ VERSION = "3.3.3"
 ARTIFACT = f"io.apicurio:apicurio-registry-app:{VERSION}:tar.gz:all"
 HOST = "127.0.0.1"
 API = "/apis/ccompat/v7"
+BEARER_ISSUER = "kmirror-test"
 DEFAULT_REGISTRIES: dict[str, int] = {"registry-source": 18081, "registry-target": 28081}
 # Each registry takes PORT (API) and PORT + 1 (Quarkus management: health, metrics).
 START_TIMEOUT_S = 120.0
@@ -73,6 +75,9 @@ class RegistrySpec:
     tls_cert: str | None = None
     tls_key: str | None = None
     users: dict[str, str] = field(default_factory=dict, hash=False)
+    # A PEM public key: bearer tokens (JWT, RS256) it verifies, with issuer BEARER_ISSUER, are
+    # accepted (Apicurio's own OIDC authentication, without an identity provider).
+    bearer_key: str | None = None
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -102,13 +107,29 @@ class RegistrySpec:
             ]
         else:
             args.append(f"-Dquarkus.http.port={self.port}")
+        if self.bearer_key:
+            key = "".join(
+                line
+                for line in Path(self.bearer_key).read_text().splitlines()
+                if "-----" not in line
+            )
+            args += [
+                "-Dapicurio.authn.enabled=true",
+                "-Dquarkus.oidc.tenant-enabled=true",
+                "-Dquarkus.oidc.application-type=service",
+                f"-Dquarkus.oidc.public-key={key}",
+                f"-Dquarkus.oidc.token.issuer={BEARER_ISSUER}",
+            ]
+        if self.users or self.bearer_key:
+            args += [
+                "-Dquarkus.http.auth.permission.api.paths=/apis/*",
+                "-Dquarkus.http.auth.permission.api.policy=authenticated",
+            ]
         if self.users:
             args += [
                 "-Dquarkus.http.auth.basic=true",
                 "-Dquarkus.security.users.embedded.enabled=true",
                 "-Dquarkus.security.users.embedded.plain-text=true",
-                "-Dquarkus.http.auth.permission.api.paths=/apis/*",
-                "-Dquarkus.http.auth.permission.api.policy=authenticated",
             ]
             args += [
                 f"-Dquarkus.security.users.embedded.users.{u}={p}" for u, p in self.users.items()

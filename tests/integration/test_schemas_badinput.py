@@ -1,19 +1,24 @@
 """Schema mirroring against wrong input: a registry that cannot be reached, refused credentials
-or an untrusted certificate (a registry with HTTPS and basic auth, started by this module), a
-record naming an ID the source registry does not know, a target subject with another history.
-Each is a clear error (nothing copied, nothing registered) or, where asked for, a counted skip."""
+or an untrusted certificate (a registry with HTTPS, basic auth and bearer tokens, started by
+this module), a record naming an ID the source registry does not know, a target subject with
+another history. Each is a clear error (nothing copied, nothing registered) or, where asked
+for, a counted skip."""
 
 from __future__ import annotations
 
 import json
 import re
 import secrets
+import subprocess
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from joserfc import jwt
+from joserfc.jwk import RSAKey
 
 from scripts import registrylocal
 from tests.conftest import MakeTopic
@@ -31,27 +36,39 @@ FIXED = json.dumps({"type": "fixed", "name": "F", "size": 4})
 class Secure:
     url: str
     ca: Path
-    password_file: Path
     password: str
+    token: str  # a bearer token the registry accepts
+    forged: str  # one signed by another key
+
+
+def _token(key_pem: Path) -> str:
+    now = int(time.time())
+    claims = {"iss": registrylocal.BEARER_ISSUER, "sub": "mirror", "iat": now, "exp": now + 3600}
+    return jwt.encode({"alg": "RS256"}, claims, RSAKey.import_key(key_pem.read_text()))
 
 
 @pytest.fixture(scope="module")
 def secure_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
-    """Apicurio with HTTPS (a certificate from a CA made here) and one basic-auth user."""
+    """Apicurio with HTTPS (a certificate from a CA made here), one basic-auth user, and
+    bearer tokens signed by a key made here."""
     d = tmp_path_factory.mktemp("secure-registry")
     pki = Pki.create(d / "pki")
+    for name in ("jwt", "other"):
+        subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-out", d / f"{name}.key"],
+                       check=True, capture_output=True)  # fmt: skip
+    subprocess.run(["openssl", "rsa", "-in", d / "jwt.key", "-pubout", "-out", d / "jwt.pub"],
+                   check=True, capture_output=True)  # fmt: skip
     password = secrets.token_hex(12)
-    (d / "password").write_text(password + "\n")
     spec = registrylocal.RegistrySpec(
         "schemas-secure", free_port(), str(pki.dir / "broker.pem"),
-        str(pki.dir / "broker.key"), {"mirror": password},
+        str(pki.dir / "broker.key"), {"mirror": password}, str(d / "jwt.pub"),
     )  # fmt: skip
     try:
         registrylocal.start(spec)
     except registrylocal.RegistryError as exc:
         pytest.fail(f"could not start the HTTPS registry:\n{exc}", pytrace=False)
     try:
-        yield Secure(spec.url, pki.ca, d / "password", password)
+        yield Secure(spec.url, pki.ca, password, _token(d / "jwt.key"), _token(d / "other.key"))
     finally:
         registrylocal.stop(spec.name)
 
@@ -103,6 +120,16 @@ def test_credentials_tls_and_reachability_are_checked_before_anything_runs(
     assert untrusted.returncode == 3
     assert "could not be reached" in untrusted.stderr and "TLS CA" in untrusted.stderr
 
+    token_var = "KMIRROR_SCHEMA_REGISTRY_TARGET_BEARER_TOKEN_FILE"
+    ca = {"KMIRROR_SCHEMA_REGISTRY_TARGET_SSL_CA_LOCATION": str(secure_registry.ca)}
+    (tmp_path / "token").write_text(secure_registry.token)
+    (tmp_path / "forged").write_text(secure_registry.forged)
+    bearer = run_cli(args, env={**ca, token_var: str(tmp_path / "token")})
+    assert bearer.returncode == 0, bearer.stderr
+    forged = run_cli(args, env={**ca, token_var: str(tmp_path / "forged")})
+    assert forged.returncode == 3
+    assert "refused our credentials (401)" in forged.stderr
+
     gone = f"http://127.0.0.1:{free_port()}/apis/ccompat/v7"
     unreachable = run_cli(
         check_args(tmp_path, clusters, topic, "--schema-registry-source-url", gone,
@@ -110,8 +137,10 @@ def test_credentials_tls_and_reachability_are_checked_before_anything_runs(
     )  # fmt: skip
     assert unreachable.returncode == 3
     assert f"the source schema registry {gone} could not be reached" in unreachable.stderr
-    for result in (ok, refused, untrusted, unreachable):
-        assert secure_registry.password not in result.stdout + result.stderr
+    for result in (ok, refused, untrusted, bearer, forged, unreachable):
+        shown = result.stdout + result.stderr
+        assert secure_registry.password not in shown
+        assert secure_registry.token not in shown and secure_registry.forged not in shown
 
 
 def test_an_id_the_source_registry_does_not_know(
