@@ -82,13 +82,16 @@ class SchemaTranslator:
             try:
                 out = rewrite(key, self._lookup), rewrite(value, self._lookup)
             except UnmappedIdError as exc:
-                self._resolve(exc.schema_id, topic, f"{topic}[{partition}] offset {offset}")
+                self.resolve(exc.schema_id, topic, f"{topic}[{partition}] offset {offset}")
                 continue
             if self._unknown and {schema_id(key), schema_id(value)} & self._unknown.keys():
                 self._metrics.unknown.labels(topic).inc()
             return out
 
-    def _resolve(self, sid: int, topic: str, where: str) -> None:
+    def resolve(self, sid: int, topic: str, where: str) -> None:
+        """Make a source ID known: copy what it needs to the target and persist the pairs
+        (then `ids` has it), or apply the unknown-ID policy. The batch path's kernel calls
+        this for each ID it reports unmapped, then rewrites the batch with `ids` again."""
         found = self._sync.sync_id(sid)
         if sid in found:
             new = {s: t for s, t in found.items() if self.ids.get(s) != t}
