@@ -10,7 +10,7 @@ the mirror with a SchemaError naming the record, unless the policy is `copy`: th
 are copied as they are, counted and logged once per ID. Keys and values not in the wire format
 are copied as they are and counted.
 
-The map (`ids`) is a plain dict[int, int], what the batch path's kernel takes.
+The map (`rewrite_map`) is a plain dict[int, int], what the batch path's kernel takes.
 """
 
 from __future__ import annotations
@@ -64,6 +64,12 @@ class SchemaTranslator:
         self.ids: dict[int, int] = {}  # source ID -> target ID (persisted)
         self._unknown: dict[int, int] = {}  # copy policy: IDs copied as they are
         self._lookup: dict[int, int] = {}  # ids and _unknown: what rewrite() reads
+
+    @property
+    def rewrite_map(self) -> dict[int, int]:
+        """What every rewrite uses: `ids` plus the IDs copied as they are under the copy
+        policy (mapped to themselves). The batch path's kernel takes this plain dict."""
+        return self._lookup
 
     def start(self) -> None:
         """Read the persisted map (the topic is created when missing)."""
