@@ -10,14 +10,14 @@ PYTEST := $(VENV)/bin/pytest
 # them; KMIRROR_SOURCE_BOOTSTRAP/KMIRROR_TARGET_BOOTSTRAP point it at other clusters instead.
 PYTEST_ARGS ?=
 
-.PHONY: test-security k8s-binaries k8s-up k8s-down test-k8s help setup venv native jars go-tools system-deps lint typecheck test test-unit test-integration \
+.PHONY: registry test-security k8s-binaries k8s-up k8s-down test-k8s help setup venv native jars go-tools system-deps lint typecheck test test-unit test-integration \
         test-chart test-spark test-image test-faults test-faults-short demo clusters-up clusters-down clusters-status \
         image image-inputs push bench bench-validate bench-smoke bench-dr chart-docs chart-docs-tool chart-rules env-docs module-graph clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}'
 
-setup: venv jars go-tools system-deps chart-docs-tool ## Install everything the tests need (idempotent; seconds when warm)
+setup: venv jars registry go-tools system-deps chart-docs-tool ## Install everything the tests need (idempotent; seconds when warm)
 
 venv: $(VENV)/.installed $(VENV)/.native ## Python venv with both packages, the record-batch kernel and the dev tools (hash-locked)
 $(VENV)/.installed: requirements/dev.lock pyproject.toml
@@ -36,6 +36,9 @@ $(VENV)/.native: $(VENV)/.installed $(NATIVE_SOURCES) scripts/build-native
 
 jars: ## Kafka broker, MirrorMaker 2 and spark-sql-kafka jars from Maven Central into the cache
 	@scripts/resolve-jars
+
+registry: ## Apicurio Registry 3.3.3 (schema registry for the schema tests and the demo) from Maven Central into the cache
+	@scripts/registry-local fetch >/dev/null
 
 go-tools: ## helm, ct, kubeconform, promtool and the test image registry built from the Go module proxy into the cache
 	@scripts/build-go-tools

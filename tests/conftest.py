@@ -20,6 +20,7 @@ import pytest
 from scripts import kafkalocal
 from tests.k8s import prebuild
 from tests.kafkatools import Clusters, create_topic, delete_topic, unique
+from tests.schemaregistry import schema_registries  # noqa: F401 - session fixture
 from tests.securecluster import secure_cluster  # noqa: F401 - session fixture
 
 

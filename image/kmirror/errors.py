@@ -63,3 +63,14 @@ class GroupError(KmirrorError):
     group active on the target, checkpoints or progress missing. Nothing was written."""
 
     exit_code = 2
+
+
+class RegistryError(KmirrorError):
+    """A schema registry could not be reached, or refused our credentials or certificate."""
+
+    exit_code = 3
+
+
+class SchemaError(MirrorError):
+    """A schema could not be copied to the target registry, or a record's schema ID could not
+    be translated. Nothing that needs it was copied; the message names the subject or ID."""

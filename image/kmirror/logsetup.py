@@ -136,6 +136,11 @@ def configure(
     logging.getLogger("kafka").setLevel(
         max(python_level(level), logging.WARNING) if quiet else python_level(level)
     )
+    # The schema registry client's HTTP library logs every request at INFO.
+    for name in ("httpx2", "httpcore2"):
+        logging.getLogger(name).setLevel(
+            max(python_level(level), logging.WARNING) if quiet else python_level(level)
+        )
 
 
 def configure_for(config: MirrorConfig) -> None:
@@ -156,6 +161,9 @@ def config_secrets(config: MirrorConfig) -> list[str]:
     for cluster in (config.source, config.target):
         for conf in (cluster.common, cluster.consumer, cluster.producer, cluster.admin):
             values += [v.reveal() for v in conf.values() if isinstance(v, Secret)]
+    if config.schemas is not None:  # the schema registries' password or token
+        for end in (config.schemas.source, config.schemas.target):
+            values += [s.reveal() for s in (end.basic_auth_password, end.bearer_token) if s]
     return values
 
 

@@ -136,10 +136,14 @@ class Report:
     duration_s: float = 0.0
     wait: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # With schema registries: IDs used on the target that do not resolve there, or resolve to
+    # another schema than at the source (kmirror_validate/schemaids.py).
+    schemas: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return all(t.ok for t in self.topics)
+        bad_ids = self.schemas.get("unresolved_ids") or self.schemas.get("different_schema_ids")
+        return all(t.ok for t in self.topics) and not bad_ids
 
     def totals(self) -> dict[str, Any]:
         parts = [p for t in self.topics for p in t.partitions]
@@ -187,6 +191,7 @@ class Report:
             "wait": self.wait,
             "totals": self.totals(),
             "warnings": list(self.warnings),
+            "schemas": self.schemas,
             "topics": [t.to_json() for t in self.topics],
         }
 
@@ -215,6 +220,11 @@ class Report:
                          f"({', '.join(self.wait.get('lagging', [])[:5])})")  # fmt: skip
         for w in self.warnings:
             lines.append(f"  warning: {w}")
+        for name, what in (("unresolved_ids", "do not resolve on the target registry"),
+                           ("different_schema_ids", "resolve to another schema than at the "
+                            "source")):  # fmt: skip
+            if self.schemas.get(name):
+                lines.append(f"  schema IDs {self.schemas[name]} used on the target {what}")
         detail: list[str] = []
         for topic in self.topics:
             if topic.missing_topic:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from kmirror.config.model import MirrorConfig, TopicSelection
-from kmirror_validate import compare, offsets, ranges, sparkio
+from kmirror_validate import compare, offsets, ranges, schemaids, sparkio
 from kmirror_validate.compare.kinds import FIELD_NAMES, KINDS, ORDER, PENDING
 from kmirror_validate.offsets import Isolation, Snapshot, TopicPlan, WaitResult
 from kmirror_validate.progress import Progress
@@ -57,6 +57,7 @@ class Prepared:
     wait: WaitResult
     started: float = field(default_factory=time.time)
     warnings: list[str] = field(default_factory=list)
+    schema_ids: schemaids.SchemaIds | None = None  # with schema registries (schemaids.py)
 
 
 def prepare(
@@ -86,7 +87,8 @@ def prepare(
             f"the target had not caught up with the snapshot after {wait.waited_s:g}s: "
             f"{', '.join(wait.lagging[:10])}"
         )
-    return Prepared(config, options, plans, snapshot, wait, started, warnings)
+    return Prepared(config, options, plans, snapshot, wait, started, warnings,
+                    schemaids.prepare(config))  # fmt: skip
 
 
 # --------------------------------------------------------------------------- Spark part
@@ -181,7 +183,8 @@ def _side_rows(
         if not src_ranges and not tgt_ranges:
             continue
         headers = digest  # the latest view needs keys, hashed by normalize, not headers
-        s_kafka = _read(spark, src_opts, src_ranges, prep, headers)
+        s_kafka = schemaids.translated(_read(spark, src_opts, src_ranges, prep, headers),
+                                       prep.schema_ids)  # fmt: skip
         t_kafka = _read(spark, tgt_opts, tgt_ranges, prep, headers)
         if view == "records" and not digest:
             cols = ["topic", "partition", "offset"]
@@ -241,7 +244,21 @@ def run(spark: SparkSession, prep: Prepared, progress: Progress | None = None) -
             counts_from_rows=opts.mode == "sample" or latest,
         ))  # fmt: skip
     prep.warnings.extend(retention_warnings(prep))
-    return _report(prep, outcome)
+    report = _report(prep, outcome)
+    if prep.schema_ids is not None:
+        progress.phase("checking schema IDs on the target")
+        report.schemas = _schema_check(spark, prep, prep.schema_ids)
+    return report
+
+
+def _schema_check(spark: SparkSession, prep: Prepared, ids: schemaids.SchemaIds) -> dict[str, Any]:
+    """Every schema ID the compared target records use resolves on the target, to the same
+    schema as at the source."""
+    _, tgt_ranges = _ranges(prep, "records", lambda tp: True)
+    _, latest = _ranges(prep, "latest", lambda tp: True)
+    opts = sparkio.reader_options(prep.config.target, prep.options.isolation)
+    used = schemaids.used_ids(_read(spark, opts, tgt_ranges + latest, prep, headers=False))
+    return schemaids.check(prep.config, ids, used)
 
 
 def _exact_copies(spark: SparkSession, prep: Prepared) -> compare.Outcome:
@@ -265,7 +282,8 @@ def _exact_copies(spark: SparkSession, prep: Prepared) -> compare.Outcome:
     src_opts = sparkio.reader_options(prep.config.source, prep.options.isolation)
     tgt_opts = sparkio.reader_options(prep.config.target, prep.options.isolation)
     prints = fast.fingerprints(
-        _read(spark, src_opts, src_ranges, prep, headers=True) if src_ranges else None,
+        schemaids.translated(_read(spark, src_opts, src_ranges, prep, headers=True),
+                             prep.schema_ids) if src_ranges else None,
         _read(spark, tgt_opts, tgt_ranges, prep, headers=True) if tgt_ranges else None,
         windows,
         {p.target: p.source for p in prep.plans},

@@ -17,6 +17,7 @@ from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import TopicError
 from kmirror.mirror.connect import await_metadata
+from kmirror.schemas.check import print_schema_plan, schema_plan
 
 
 def _topics(config: MirrorConfig, side: str, timeout: float) -> dict[str, int]:
@@ -72,8 +73,12 @@ def check(args: argparse.Namespace) -> int:
     for note in config.notes:
         print(f"warning: {note}", file=sys.stderr)
     rows = plan(config, args.timeout)
+    subjects = schema_plan(config)
     if args.json:
-        print(json.dumps({"topics": rows, "notes": list(config.notes)}, indent=2))
+        out: dict[str, Any] = {"topics": rows, "notes": list(config.notes)}
+        if config.schemas is not None:
+            out["schemas"] = {"id_mode": config.schemas.id_mode, "subjects": subjects}
+        print(json.dumps(out, indent=2))
     else:
         for r in rows:
             tp = "-" if r["target_partitions"] is None else r["target_partitions"]
@@ -81,6 +86,7 @@ def check(args: argparse.Namespace) -> int:
                 f"{r['source']} -> {r['target']}  partitions {r['partitions']} "
                 f"(target {tp})  {r['action']}"
             )
+        print_schema_plan(config, subjects)
     if not rows:
         raise TopicError(
             f"no source topic matches include={list(config.topics.include)} "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from kmirror.config.dialects import dr
+from kmirror.config.dialects import dr, schemas
 from kmirror.config.dialects.loader import DIALECT_FLAGS
 
 __all__ = ["add_config_arguments"]
@@ -103,7 +103,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--new.consumer", dest="new_consumer", action="store_true", help="MM1: accepted and ignored"
     )
-    for flag, dest, text in (*DIALECT_FLAGS, *_COMMON, *dr.FLAGS):
+    for flag, dest, text in (*DIALECT_FLAGS, *_COMMON, *dr.FLAGS, *schemas.FLAGS):
         aliases = [flag, "--mm2-config"] if flag == "--mm2.config" else [flag]
         group.add_argument(*aliases, dest=dest, metavar=_METAVARS.get(dest, "VALUE"), help=text)
     group.add_argument(

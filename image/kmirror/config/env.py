@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kmirror.config import sides
+from kmirror.config import schemas, sides
 from kmirror.config.model import DEFAULT_NUM_STREAMS, DEFAULT_OFFSET_COMMIT_INTERVAL_MS
 from kmirror.config.secret import read_secret_text
 from kmirror.errors import ConfigError
@@ -160,6 +160,8 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "built-in templates",
     ),
     EnvVar("KMIRROR_CONFIG_DIR", "Writable directory the rendered files go to", "/tmp/kmirror"),
+    # Schema registry mirroring (docs/schemas.md).
+    *(EnvVar(n, d, v, n.endswith("_FILE")) for n, d, v in schemas.ENV_DOCS),
     # The validation job (kmirror-validate).
     EnvVar(
         "KMIRROR_SPARK_JARS",

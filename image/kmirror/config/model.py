@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from kmirror.config import clients, oauth
+from kmirror.config.schemas import SchemaSettings
 from kmirror.config.secret import Secret, unseal
 from kmirror.errors import ConfigError
 
@@ -278,6 +279,7 @@ class MirrorConfig:
     # Transactions on the target holding each partition's progress record (architecture.md).
     exactly_once: bool = False
     dr: DrConfig = field(default_factory=DrConfig)
+    schemas: SchemaSettings | None = None  # schema registry mirroring (config/schemas.py)
     # Startup warnings collected while parsing (unknown keys, overridden settings, ...).
     notes: tuple[str, ...] = ()
 

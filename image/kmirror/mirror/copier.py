@@ -40,6 +40,8 @@ from kmirror.mirror import latch as rules
 from kmirror.mirror.connect import await_metadata
 from kmirror.mirror.engine import CopierContext
 from kmirror.mirror.progress import Key, PartitionBook
+from kmirror.mirror.topics import TopicManager
+from kmirror.schemas import translator_for
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +107,8 @@ class RecordCopier:
         }
         pconf.pop("statistics.interval.ms", None)
         self.producer = Producer(pconf)
+        # Schema IDs in keys and values (kmirror.schemas); None when schemas are not mirrored.
+        self._schemas = translator_for(config, ctx.metrics.registry, self._compacted_topic)
 
     # -- the Copier shape ----------------------------------------------------------------------
 
@@ -117,6 +121,11 @@ class RecordCopier:
             "target",
             self._config.target.bootstrap_servers,
         )
+        if self._schemas is not None:
+            self._schemas.start()
+
+    def _compacted_topic(self, topic: str) -> None:
+        TopicManager(self._config).ensure_internal(topic, 1, {"cleanup.policy": "compact"})
 
     def assign(self, starts: Mapping[Key, int]) -> None:
         """The consumer's assignment already starts at these offsets."""
@@ -168,6 +177,8 @@ class RecordCopier:
 
     def close(self, timeout: float) -> None:
         self.producer.flush(timeout)
+        if self._schemas is not None:
+            self._schemas.close()
 
     def _target(self, topic: str) -> str:
         return self._targets.get(topic) or self._config.target_topic(topic)
@@ -194,6 +205,7 @@ class RecordCopier:
         flights = self._flight
         rewinds = self._rewinds
         origin = self._origin
+        schemas = self._schemas
         for m in msgs:
             err = m.error()
             if err is not None:
@@ -202,6 +214,8 @@ class RecordCopier:
             topic: str = m.topic()  # type: ignore[assignment]  # set on every fetched record
             dst = targets.get(topic) or self._config.target_topic(topic)
             key, value = m.key(), m.value()
+            if schemas is not None:
+                key, value = schemas.record(key, value, topic, m.partition(), m.offset())  # type: ignore[arg-type]
             ts_type, ts = m.timestamp()
             headers = m.headers()
             if origin is not None:  # opt-in provenance header (kmirror/dr/provenance.py)

@@ -42,6 +42,7 @@ from kmirror.mirror.lifeline import (
 )
 from kmirror.mirror.stream import DEFAULT_TUNING, Stream, StreamState, Tuning
 from kmirror.mirror.topicconfigs import ConfigSync
+from kmirror.schemas.service import SchemaSyncService
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +199,10 @@ class Supervisor:
             )
             self._server.start()
         dr = DrService(self._config, self._registry) if self._config.dr.enabled else None
+        schemas = None
+        if self._config.schemas is not None:
+            schemas = SchemaSyncService(self._config, self._registry)
+            schemas.initial()  # before any stream: a record never precedes its schema
         ctx = mp.get_context("spawn")
         inbox = SnapshotQueue(ctx=ctx)
         for sid in range(self._config.num_streams):
@@ -216,6 +221,8 @@ class Supervisor:
         done = threading.Event()
         if self._config.sync_topic_configs:
             ConfigSync(self._config, self._registry).start(done)
+        if schemas is not None:
+            schemas.start(done)
         try:
             while len(self._codes) < self._config.num_streams:
                 self._drain(inbox)

@@ -21,6 +21,7 @@ from kmirror.config.dialects.log4j import FORMATS, check_level, read_log4j
 from kmirror.config.dialects.mm1 import load_mm1
 from kmirror.config.dialects.mm2 import load_mm2
 from kmirror.config.dialects.properties import PropertiesFile
+from kmirror.config.dialects.schemas import schemas_from_flags
 from kmirror.config.model import (
     DEFAULT_NUM_STREAMS,
     DEFAULT_OFFSET_COMMIT_INTERVAL_MS,
@@ -217,6 +218,7 @@ def _common(
             target_alias=target_alias or config.rename.target_alias,
         )
     changes["dr"] = dr.dr_from_flags(a, env, config.dr)
+    changes["schemas"] = schemas_from_flags(a, env, config.schemas)
     rf = pick("replication_factor", "KMIRROR_REPLICATION_FACTOR")
     if rf is not None:
         changes["replication_factor"] = parse_int(rf, "--replication-factor", minimum=-1)

@@ -39,6 +39,7 @@ from typing import Literal, cast
 from kmirror.config.dialects.dr import DR_SETTINGS, dr_from_mm2
 from kmirror.config.dialects.properties import load_properties
 from kmirror.config.dialects.providers import resolve_placeholders
+from kmirror.config.dialects.schemas import MM2_FLOW_SETTINGS, is_mm2_cluster_key, schemas_from_mm2
 from kmirror.config.javaclient.translate import StartPolicy, translate
 from kmirror.config.model import (
     DEFAULT_CONFIG_EXCLUDES,
@@ -76,6 +77,7 @@ _FLOW_SETTINGS = frozenset(
         "exactly.once.source.support",
         "kmirror.engine",
         *DR_SETTINGS,
+        *MM2_FLOW_SETTINGS,
     }
 )
 # MM2 / Kafka Connect settings kmirror knows about and does not implement.
@@ -124,6 +126,13 @@ def load_mm2(
     def setting(name: str, default: str | None = None) -> str | None:
         return props.get(f"{pair}.{name}", props.get(name, default))
 
+    # `<alias>.schema.registry.*`: the cluster's schema registry, not a client setting.
+    registries: dict[str, dict[str, str]] = {"source": {}, "target": {}}
+    for key in [k for k in props if is_mm2_cluster_key(k.partition(".")[2])]:
+        alias, _, rest = key.partition(".")
+        value = props.pop(key)
+        if alias in (src, dst):
+            registries["source" if alias == src else "target"][rest] = value
     unused: list[str] = []
     skipped: list[str] = []
     layers: dict[tuple[str, str], dict[str, str]] = {
@@ -204,6 +213,7 @@ def load_mm2(
         engine=_engine(setting("kmirror.engine")),
         dialect="mm2",
         dr=dr_from_mm2(setting),
+        schemas=schemas_from_mm2(registries, setting, path),
         notes=tuple(notes),
     )
 

@@ -1,0 +1,127 @@
+"""The source -> target schema ID map, persisted in a compacted topic on the target (like the
+progress book), so a restarted mirror translates with the IDs it used before without asking
+either registry, and registers nothing again.
+
+One record per source ID: key the source ID (decimal text), value `{"target": <id>}`. Pairs
+are written, and acknowledged, before the first record that uses them is handed to the target.
+Every stream reads the whole topic at start (it is small: one record per schema version).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+
+from kmirror.errors import ClusterError
+
+log = logging.getLogger(__name__)
+
+LOAD_TIMEOUT_S = 30.0
+WRITE_TIMEOUT_S = 30.0
+
+
+def encode(source_id: int, target_id: int) -> tuple[bytes, bytes]:
+    return str(source_id).encode(), json.dumps({"target": target_id}).encode()
+
+
+def decode(key: bytes | None, value: bytes | None) -> tuple[int, int] | None:
+    """(source, target) of a record; None for anything else (a tombstone, a stranger)."""
+    try:
+        return int(key or b""), int(json.loads(value or b"{}")["target"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+class IdStore:
+    def __init__(
+        self,
+        topic: str,
+        producer_conf: Mapping[str, Any],
+        reader_conf: Mapping[str, Any],
+        ensure_topic: Callable[[str], None],
+    ) -> None:
+        self.topic = topic
+        self._producer_conf = dict(producer_conf)
+        self._reader_conf = dict(reader_conf)
+        self._ensure_topic = ensure_topic
+        self._producer: Producer | None = None
+        self._failures: list[KafkaError] = []
+
+    def load(self) -> dict[int, int]:
+        """Every pair in the topic (created when missing), read to its end."""
+        self._ensure_topic(self.topic)
+        conf = {**self._reader_conf, "logger": logging.getLogger("kmirror.librdkafka")}
+        reader = Consumer(conf)
+        tp = TopicPartition(self.topic, 0)
+        pairs: dict[int, int] = {}
+        try:
+            low, high = reader.get_watermark_offsets(tp, timeout=LOAD_TIMEOUT_S, cached=False)
+            position = low
+            reader.assign([TopicPartition(self.topic, 0, low)])
+            deadline = time.monotonic() + LOAD_TIMEOUT_S
+            while position < high:
+                if time.monotonic() > deadline:
+                    raise ClusterError(
+                        f"could not read the schema ID topic '{self.topic}' to its end within "
+                        f"{LOAD_TIMEOUT_S:.0f}s (offset {position} of {high}): check the target"
+                    )
+                for m in reader.consume(1000, 0.5):
+                    if m.error() is None:
+                        pair = decode(m.key(), m.value())
+                        if pair is not None:
+                            pairs[pair[0]] = pair[1]
+                        position = max(position, int(m.offset() or 0) + 1)
+                position = max(position, reader.position([tp])[0].offset)
+        except ClusterError:
+            raise
+        except Exception as exc:
+            raise ClusterError(
+                f"could not read the schema ID topic '{self.topic}' on the target: {exc}"
+            ) from exc
+        finally:
+            reader.close()
+        log.info("schema ID map: %d pair(s) read from %s", len(pairs), self.topic)
+        return pairs
+
+    def save(self, pairs: Mapping[int, int]) -> None:
+        """Write the pairs and wait until the target acknowledged every one."""
+        if not pairs:
+            return
+        producer = self._writer()
+        self._failures.clear()
+        for source_id, target_id in pairs.items():
+            key, value = encode(source_id, target_id)
+            producer.produce(self.topic, value, key, partition=0)
+        remaining = producer.flush(WRITE_TIMEOUT_S)
+        if self._failures or remaining:
+            why = self._failures[0].str() if self._failures else f"{remaining} not acknowledged"
+            raise ClusterError(
+                f"could not write the schema ID map to '{self.topic}' on the target ({why}); "
+                "no record that needs these IDs was copied"
+            )
+
+    def _writer(self) -> Producer:
+        if self._producer is None:
+            conf = {
+                **self._producer_conf,
+                "linger.ms": "0",
+                "on_delivery": self._on_delivery,
+                "logger": logging.getLogger("kmirror.librdkafka"),
+            }
+            for key in ("statistics.interval.ms", "partitioner", "transactional.id"):
+                conf.pop(key, None)
+            self._producer = Producer(conf)
+        return self._producer
+
+    def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            self._failures.append(err)
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.flush(5)
