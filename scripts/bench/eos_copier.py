@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from kmirror.config.model import ClusterConfig, MirrorConfig
 from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.mirror.batch.transactional import TransactionalBatchCopier
-from kmirror.mirror.progress import ProgressBook
+from kmirror.progress.book import ProgressBook
 from tests.kafkatools import create_topic, delete_topic, end_offsets, produce, unique
 
 COMMIT_INTERVAL_S = 1.0

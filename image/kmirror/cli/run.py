@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import logging
 
+from kmirror.app.supervisor import run_mirror
 from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig
 from kmirror.logsetup import configure_for
 from kmirror.mirror.stream import DEFAULT_TUNING, Tuning
-from kmirror.mirror.supervisor import run_mirror
 
 log = logging.getLogger("kmirror")
 

@@ -30,16 +30,17 @@ from confluent_kafka import (
     KafkaError,
     KafkaException,
     Message,
-    Producer,
     TopicPartition,
 )
 
-from kmirror.dr.provenance import stamp
 from kmirror.errors import SendError, TopicError
+from kmirror.kafka import clients
+from kmirror.kafka.connect import await_metadata
 from kmirror.mirror import latch as rules
-from kmirror.mirror.connect import await_metadata
 from kmirror.mirror.engine import CopierContext
-from kmirror.mirror.progress import Key, PartitionBook
+from kmirror.mirror.provenance import stamp
+from kmirror.partitions import SourcePartition
+from kmirror.progress.book import PartitionBook
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ class RecordCopier:
         # The partitions this copier copies; None: every partition the book has. The hybrid
         # engine (kmirror.mirror.hybrid) sets it: the others are on the batch path, and what
         # the consumer still delivers of them (before their pause took hold) is not copied.
-        self.only: set[Key] | None = None
+        self.only: set[SourcePartition] | None = None
         # --partitioning same: per target partition, what is in flight (see the module doc).
         self._flight: dict[str, dict[int, _InFlight]] = {}
         self._rewinds = 0
@@ -96,14 +97,9 @@ class RecordCopier:
         # Inside consume(): the group's callbacks run there, and the consumer's position may
         # already cover records of the batch that consume() has not handed to us yet.
         self._consuming = False
-        pconf: dict[str, Any] = {
-            **config.producer_conf(),
-            "on_delivery": self._on_delivery,
-            "error_cb": ctx.error_cb,
-            "logger": logging.getLogger("kmirror.librdkafka"),
-        }
-        pconf.pop("statistics.interval.ms", None)
-        self.producer = Producer(pconf)
+        self.producer = clients.producer(
+            config, {"on_delivery": self._on_delivery, "error_cb": ctx.error_cb}
+        )
 
     # -- the Copier shape ----------------------------------------------------------------------
 
@@ -117,10 +113,10 @@ class RecordCopier:
             self._config.target.bootstrap_servers,
         )
 
-    def assign(self, starts: Mapping[Key, int]) -> None:
+    def assign(self, starts: Mapping[SourcePartition, int]) -> None:
         """The consumer's assignment already starts at these offsets."""
 
-    def revoke(self, keys: Iterable[Key]) -> None:
+    def revoke(self, keys: Iterable[SourcePartition]) -> None:
         busy = False
         for topic, partition in keys:
             per = self._flight.get(self._target(topic))
@@ -156,7 +152,7 @@ class RecordCopier:
             if tp.offset >= 0:
                 book.skip(tp.offset)
 
-    def rewind(self, positions: Mapping[Key, int]) -> None:
+    def rewind(self, positions: Mapping[SourcePartition, int]) -> None:
         # Called after a flush: nothing is in flight. What failed is forgotten unsettled; the
         # stream rewinds the book, and everything from `positions` is sent (and reported) again.
         self._rewinds += 1

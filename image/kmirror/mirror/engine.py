@@ -19,7 +19,8 @@ from confluent_kafka import Consumer, KafkaError
 from kmirror.config.model import MirrorConfig
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.latch import FailureLatch
-from kmirror.mirror.progress import Key, ProgressBook
+from kmirror.partitions import SourcePartition
+from kmirror.progress.book import ProgressBook
 
 CONSUME_BATCH = 5000
 CONSUME_TIMEOUT_S = 0.2
@@ -32,10 +33,10 @@ class Copier(Protocol):
     def connect(self, deadline: float) -> None:
         """The target answers (start-up), or ClusterError by `deadline` (time.monotonic())."""
 
-    def assign(self, starts: Mapping[Key, int]) -> None:
+    def assign(self, starts: Mapping[SourcePartition, int]) -> None:
         """Copy these source partitions from these offsets (OFFSET_BEGINNING allowed)."""
 
-    def revoke(self, keys: Iterable[Key]) -> None:
+    def revoke(self, keys: Iterable[SourcePartition]) -> None:
         """Stop copying these partitions (after a flush, or because they were lost)."""
 
     def step(self) -> None:
@@ -45,7 +46,7 @@ class Copier(Protocol):
     def flush(self, timeout: float) -> int:
         """Wait for every acknowledgement; return how many copies are still outstanding."""
 
-    def rewind(self, positions: Mapping[Key, int]) -> None:
+    def rewind(self, positions: Mapping[SourcePartition, int]) -> None:
         """Copy again from these source offsets (after failed sends)."""
 
     def close(self, timeout: float) -> None:
@@ -81,9 +82,11 @@ class Transactional(Protocol):
     (fencing their previous owners) before it reads their progress records, and its commit
     points commit the partitions' transactions."""
 
-    def open(self, keys: Iterable[Key]) -> None: ...
+    def open(self, keys: Iterable[SourcePartition]) -> None: ...
 
-    def commit(self, book: ProgressBook, keys: Iterable[Key], timeout: float) -> dict[Key, int]:
+    def commit(
+        self, book: ProgressBook, keys: Iterable[SourcePartition], timeout: float
+    ) -> dict[SourcePartition, int]:
         """The source offsets now committed on the target."""
         ...
 

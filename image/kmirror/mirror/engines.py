@@ -9,7 +9,7 @@ import logging
 
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import ConfigError
-from kmirror.mirror.batch.settings import connection_args
+from kmirror.kafka.wireconf import connection_args
 from kmirror.mirror.copier import RecordCopier
 from kmirror.mirror.engine import CopierFactory
 from kmirror.mirror.eos_hybrid import TransactionalHybridCopier

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kmirror.mirror.progress import PartitionBook, encode_record
+from kmirror.progress.book import PartitionBook
+from kmirror.progress.codec import encode_record
 from tests.kafkatools import LOG, Clusters, create_topic, list_topics
 from tests.mirrorproc import REPO_ROOT
 

@@ -23,9 +23,9 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kmirror.config import txn as txnconf
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import MirrorError, SendError
+from kmirror.kafka.transactions import INIT_TIMEOUT_S, refused
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.mirror.batch.producer import Pending, ProducerSession
@@ -39,8 +39,9 @@ from kmirror.mirror.batch.txn import (
     init_request,
     progress_batch,
 )
-from kmirror.mirror.eos import INIT_TIMEOUT_S, refused
-from kmirror.mirror.progress import Key, ProgressBook, encode_record
+from kmirror.partitions import SourcePartition, TargetPartition
+from kmirror.progress.book import ProgressBook
+from kmirror.progress.codec import encode_record
 
 log = logging.getLogger(__name__)
 
@@ -54,28 +55,28 @@ class Sessions(ProducerSession):
     def __init__(self, copier: TransactionalBatchCopier, **args: Any) -> None:
         super().__init__(copier._target, **args)
         self._coordinators = copier.coordinators
-        self.by_source: dict[Key, TxnSession] = {}
-        self.sources: dict[Key, Key] = {}  # target partition -> source partition
+        self.by_source: dict[SourcePartition, TxnSession] = {}
+        self.sources: dict[TargetPartition, SourcePartition] = {}
 
-    def _of(self, target: Key) -> TxnSession | None:
+    def _of(self, target: TargetPartition) -> TxnSession | None:
         source = self.sources.get(target)
         return None if source is None else self.by_source.get(source)
 
-    def enqueue(self, target: Key, pending: Pending) -> None:
+    def enqueue(self, target: TargetPartition, pending: Pending) -> None:
         session = self._of(target)
         if session is None:
             raise MirrorError(f"exactly-once: no transaction for target {target[0]}[{target[1]}]")
         session.enqueue(target, pending)
 
-    def last(self, target: Key) -> Pending | None:
+    def last(self, target: TargetPartition) -> Pending | None:
         session = self._of(target)
         return None if session is None else session.last(target)
 
-    def queued(self, target: Key) -> int:
+    def queued(self, target: TargetPartition) -> int:
         session = self._of(target)
         return 0 if session is None else session.queued(target)
 
-    def drop(self, target: Key) -> None:
+    def drop(self, target: TargetPartition) -> None:
         session = self._of(target)
         if session is not None:
             session.drop(target)
@@ -146,28 +147,28 @@ class TransactionalBatchCopier(BatchCopier):
         self._sessions = Sessions(self, **self._session_args)
         self._session = self._sessions
         self._target.want({self.progress_topic})
-        self._committed: dict[Key, int] = {}  # acked offset of the last committed record
+        self._committed: dict[
+            SourcePartition, int
+        ] = {}  # acked offset of the last committed record
 
     def _poll(self, seconds: float) -> None:
         self._net.poll(timeout_ms=max(seconds, 0.0) * 1000)
 
     # -- ownership -----------------------------------------------------------------------------
 
-    def open(self, keys: Iterable[Key]) -> None:
+    def open(self, keys: Iterable[SourcePartition]) -> None:
         """A transactional producer id per new partition: fences its previous owner (of
         either path) and completes its open transaction, so the progress record read next
         is final. ConfigError/ClusterError when the target refuses transactions."""
         self._start()
         new = {
-            k: TxnSession(
-                self._target, txnconf.transactional_id(self._config, *k), **self._session_args
-            )
+            k: TxnSession(self._target, self._config.transactional_id(*k), **self._session_args)
             for k in keys
             if k not in self._sessions.by_source
         }
         if not new:
             return
-        timeout = txnconf.timeout_ms(self._config)
+        timeout = self._config.transaction_timeout_ms()
         results = self.coordinators.calls(
             {s.tid: init_request(s.tid, timeout) for s in new.values()},
             lambda r: int(r.error_code),
@@ -181,7 +182,7 @@ class TransactionalBatchCopier(BatchCopier):
             self._sessions.by_source[key] = session
             self._committed.pop(key, None)
 
-    def assign(self, partitions: Mapping[Key, tuple[str, int]]) -> None:
+    def assign(self, partitions: Mapping[SourcePartition, tuple[str, int]]) -> None:
         for key, (target_topic, _) in partitions.items():
             if key not in self._sessions.by_source:
                 raise MirrorError(
@@ -190,7 +191,7 @@ class TransactionalBatchCopier(BatchCopier):
             self._sessions.sources[(target_topic, key[1])] = key
         super().assign(partitions)
 
-    def revoke(self, keys: Iterable[Key]) -> None:
+    def revoke(self, keys: Iterable[SourcePartition]) -> None:
         """After the stream's commit (or for lost partitions): what is still open is aborted."""
         keys = list(keys)
         super().revoke(keys)
@@ -198,7 +199,7 @@ class TransactionalBatchCopier(BatchCopier):
         for key in keys:
             self._forget(key)
 
-    def handover(self, book: ProgressBook, key: Key, timeout: float) -> bool:
+    def handover(self, book: ProgressBook, key: SourcePartition, timeout: float) -> bool:
         """Commit the partition's transaction (it stopped for the record path) and let its
         session go; the record path's producer takes the transactional id over. False when
         it was fenced meanwhile (dropped)."""
@@ -213,7 +214,7 @@ class TransactionalBatchCopier(BatchCopier):
         finally:
             super().close()
 
-    def _forget(self, key: Key) -> None:
+    def _forget(self, key: SourcePartition) -> None:
         session = self._sessions.by_source.pop(key, None)
         if session is not None:
             session.forget()
@@ -254,17 +255,21 @@ class TransactionalBatchCopier(BatchCopier):
 
     # -- committing ----------------------------------------------------------------------------
 
-    def commit(self, book: ProgressBook, keys: Iterable[Key], timeout: float) -> dict[Key, int]:
+    def commit(
+        self, book: ProgressBook, keys: Iterable[SourcePartition], timeout: float
+    ) -> dict[SourcePartition, int]:
         """After a clean flush: each partition's progress record into its transaction, then
         EndTxn(commit). Returns the source offsets now committed on the target (fenced
         partitions are left out and dropped)."""
         wanted = set(keys) | {k for k, s in self._sessions.by_source.items() if s.open}
         return self._commit(book, sorted(wanted), time.monotonic() + timeout)
 
-    def _commit(self, book: ProgressBook, keys: list[Key], deadline: float) -> dict[Key, int]:
+    def _commit(
+        self, book: ProgressBook, keys: list[SourcePartition], deadline: float
+    ) -> dict[SourcePartition, int]:
         self._reap()
-        done: dict[Key, int] = {}
-        todo: dict[Key, int] = {}
+        done: dict[SourcePartition, int] = {}
+        todo: dict[SourcePartition, int] = {}
         for key in keys:
             session, pb = self._sessions.by_source.get(key), book.get(*key)
             if session is None or session.fenced or pb is None or pb.acked < 0:
@@ -294,7 +299,9 @@ class TransactionalBatchCopier(BatchCopier):
         self._reap()
         return done
 
-    def _end_all(self, keys: list[Key], commit: bool, deadline: float | None = None) -> list[Key]:
+    def _end_all(
+        self, keys: list[SourcePartition], commit: bool, deadline: float | None = None
+    ) -> list[SourcePartition]:
         """EndTxn for these partitions' open transactions, all at once. Returns the keys whose
         transaction ended. A failed commit is a MirrorError; a failed abort is left to the
         next owner's InitProducerId (or the transaction timeout)."""
