@@ -10,6 +10,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
+from kmirror.cli.flags import options_from
 from kmirror.config.describe import describe
 from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig
@@ -61,7 +62,7 @@ def plan(config: MirrorConfig, timeout: float) -> list[dict[str, Any]]:
 
 
 def check(args: argparse.Namespace) -> int:
-    config = load_config(args)
+    config = load_config(options_from(args))
     print(describe(config), file=sys.stderr)
     for note in config.notes:
         print(f"warning: {note}", file=sys.stderr)

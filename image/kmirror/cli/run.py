@@ -6,6 +6,7 @@ import argparse
 import logging
 
 from kmirror.app.supervisor import run_mirror
+from kmirror.cli.flags import options_from
 from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig
 from kmirror.logsetup import configure_for
@@ -15,7 +16,7 @@ log = logging.getLogger("kmirror")
 
 
 def run(args: argparse.Namespace, tuning: Tuning = DEFAULT_TUNING) -> int:
-    return start(load_config(args), tuning)
+    return start(load_config(options_from(args)), tuning)
 
 
 def start(config: MirrorConfig, tuning: Tuning = DEFAULT_TUNING) -> int:

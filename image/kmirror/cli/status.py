@@ -18,6 +18,7 @@ import sys
 from dataclasses import asdict, dataclass
 
 from kmirror.cli.check import plan
+from kmirror.cli.flags import options_from
 from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig
 from kmirror.kafka.cluster import Cluster
@@ -94,7 +95,7 @@ def table(rows: list[Row]) -> str:
 
 
 def status(args: argparse.Namespace) -> int:
-    config = load_config(args)
+    config = load_config(options_from(args))
     for note in config.notes:
         print(f"warning: {note}", file=sys.stderr)
     rows = status_rows(config, args.timeout)
