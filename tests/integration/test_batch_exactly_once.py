@@ -18,9 +18,9 @@ from confluent_kafka import KafkaException, Producer
 
 from kmirror.config.model import MirrorConfig
 from kmirror.kafka import clients
+from kmirror.mirror.batch.exactly_once import TransactionalBatchCopier
 from kmirror.mirror.batch.records import HEADER_SIZE, TRANSACTIONAL_MASK
-from kmirror.mirror.batch.transactional import TransactionalBatchCopier
-from kmirror.mirror.eos import FENCED
+from kmirror.mirror.exactly_once import FENCED
 from kmirror.progress.book import ProgressBook
 from tests.conftest import MakeTopic
 from tests.integration.batchcopy import mirror_config, raw_batches

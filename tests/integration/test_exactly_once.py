@@ -19,8 +19,8 @@ from tests.kafkatools import Clusters, consume_all, end_offsets, produce, wait_u
 from tests.mirrorproc import MirrorProcess, mirror_args
 
 pytestmark = pytest.mark.integration
-# Both paths write transactions: the record path (eos.py) and the batch path
-# (batch/transactional.py); test_batch_exactly_once.py has the batch path's own cases.
+# Both paths write transactions: the record path (exactly_once.py) and the batch path
+# (batch/exactly_once.py); test_batch_exactly_once.py has the batch path's own cases.
 ENGINES = pytest.mark.parametrize("engine", ["record", "batch"])
 
 # A killed or paused member leaves the group within seconds (the default is 45 s).

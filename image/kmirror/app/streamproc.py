@@ -19,7 +19,7 @@ from kmirror.errors import KmirrorError
 from kmirror.logsetup import configure_for
 from kmirror.metrics.aggregate import snapshot
 from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.engines import engine_for
+from kmirror.mirror.engine import engine_for
 from kmirror.mirror.stream import DEFAULT_TUNING, Stream, StreamState, Tuning
 
 log = logging.getLogger(__name__)

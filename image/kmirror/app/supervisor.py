@@ -31,7 +31,7 @@ from kmirror.dr.service import DrService
 from kmirror.errors import CommitError
 from kmirror.metrics.aggregate import StreamsCollector
 from kmirror.metrics.http import HealthServer
-from kmirror.mirror.engines import engine_for
+from kmirror.mirror.engine import engine_for
 from kmirror.mirror.stream import DEFAULT_TUNING, StreamState, Tuning
 from kmirror.mirror.topicconfigs import ConfigSync
 
@@ -149,7 +149,7 @@ class Supervisor:
         try:
             while len(self._codes) < self._config.num_streams:
                 self._drain(inbox)
-                self._reap()
+                self._reap_children()
                 self._maybe_stop()
         finally:
             if dr is not None:
@@ -178,7 +178,7 @@ class Supervisor:
             self._states[sid] = state
             self._streams.update(sid, families)
 
-    def _reap(self) -> None:
+    def _reap_children(self) -> None:
         # waitpid(-1): as PID 1 we also collect zombies that are not ours.
         while True:
             try:

@@ -14,9 +14,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kmirror.config import clients, oauth, txn
+from kmirror.config import clients, oauth
 from kmirror.config.cluster import ClusterConfig, ConfValue, Role
 from kmirror.config.dr import DEFAULT_GROUP_EXCLUDES, DrConfig
+from kmirror.config.exactly_once import (
+    TIMEOUT_KEY,
+    check_commit_interval,
+    timeout_ms,
+    transactional_id,
+)
 from kmirror.config.secret import unseal
 from kmirror.config.topics import (
     DEFAULT_TOPIC_EXCLUDES,
@@ -81,7 +87,7 @@ class MirrorConfig:
     offset_commit_interval_ms: int = DEFAULT_OFFSET_COMMIT_INTERVAL_MS
     abort_on_send_failure: bool = True
     partitioning: Literal["same", "hash"] = "same"
-    # How records are copied (kmirror.mirror.engines): "record" hands each record to a producer;
+    # How records are copied (kmirror.mirror.engine): "record" hands each record to a producer;
     # "batch" copies source record batches as they are (--partitioning same only); "auto" (the
     # default) batches where they can be copied and pay off, records otherwise.
     engine: Literal["record", "batch", "auto"] = DEFAULT_ENGINE
@@ -132,7 +138,7 @@ class MirrorConfig:
                 "to 249 of the characters a-z A-Z 0-9 . _ -"
             )
         if self.exactly_once:
-            txn.check(self.offset_commit_interval_ms, self.transaction_timeout_ms())
+            check_commit_interval(self.offset_commit_interval_ms, self.transaction_timeout_ms())
         if self.partitioning not in PARTITIONINGS:
             raise ConfigError(f"--partitioning must be 'same' or 'hash', not {self.partitioning!r}")
         if self.engine not in ENGINES:
@@ -193,7 +199,7 @@ class MirrorConfig:
         """producer_conf() for one source partition's transactions (exactly-once)."""
         conf = self.producer_conf()
         conf["transactional.id"] = self.transactional_id(topic, partition)
-        conf[txn.TIMEOUT_KEY] = str(self.transaction_timeout_ms())
+        conf[TIMEOUT_KEY] = str(self.transaction_timeout_ms())
         return conf
 
     def admin_conf(self, side: Literal["source", "target"]) -> dict[str, Any]:
@@ -201,13 +207,12 @@ class MirrorConfig:
         return oauth.attach(unseal(cluster.client_conf("admin")))
 
     def transactional_id(self, topic: str, partition: int) -> str:
-        return txn.transactional_id(self.group_id, topic, partition)
+        return transactional_id(self.group_id, topic, partition)
 
     def transaction_timeout_ms(self) -> int:
-        """transaction.timeout.ms of the transactional producers (kmirror.config.txn)."""
-        key = txn.TIMEOUT_KEY
-        given = self.target.producer.get(key, self.target.common.get(key))
-        return txn.timeout_ms(given, self.offset_commit_interval_ms)
+        """transaction.timeout.ms of the transactional producers (kmirror.config.exactly_once)."""
+        given = self.target.producer.get(TIMEOUT_KEY, self.target.common.get(TIMEOUT_KEY))
+        return timeout_ms(given, self.offset_commit_interval_ms)
 
     def target_topic(self, source_topic: str) -> str:
         return self.rename.target_topic(source_topic)

@@ -98,9 +98,6 @@ class RenamePolicy:
             return source_topic
         return f"{self.source_alias}{self.separator}{source_topic}"
 
-    def is_heartbeats(self, topic: str) -> bool:
-        return topic.rsplit(self.separator, maxsplit=1)[-1] == HEARTBEATS_TOPIC
-
     @property
     def checkpoints_topic(self) -> str:
         """MM2's `<source alias>.checkpoints.internal` on the target."""

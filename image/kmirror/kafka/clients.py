@@ -90,7 +90,7 @@ def transactional_producer(
     config: MirrorConfig, key: SourcePartition, overrides: Overrides = None
 ) -> Producer:
     """The target producer of one source partition's transactions (its transactional.id is
-    stable for the group and the partition: kmirror.config.txn)."""
+    stable for the group and the partition: kmirror.config.exactly_once)."""
     return Producer(_conf(config.transactional_producer_conf(*key), overrides))
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.engine import Transactional
+from kmirror.mirror.contract import Transactional
 from kmirror.mirror.latch import FailureLatch
 from kmirror.mirror.progress_store import ProgressStore
 from kmirror.partitions import SourcePartition

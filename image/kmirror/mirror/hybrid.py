@@ -1,5 +1,5 @@
-"""The engine choice (`--engine`) and the hybrid copier: the batch path and the record path
-behind one `Copier` (kmirror.mirror.engine), per partition.
+"""The hybrid copier: the batch path and the record path behind one `Copier`
+(kmirror.mirror.contract), per partition. Which mirrors run it: kmirror.mirror.engine.
 
 Every assigned partition starts on the batch path (kmirror.mirror.batch): the group consumer
 keeps it paused, the batch copier fetches and produces it. A partition moves to the record path
@@ -36,8 +36,8 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.mirror.batch.producer import BatchSendError
-from kmirror.mirror.copier import RecordCopier
-from kmirror.mirror.engine import CopierContext
+from kmirror.mirror.contract import CopierContext
+from kmirror.mirror.record_copier import RecordCopier
 from kmirror.partitions import SourcePartition
 
 log = logging.getLogger(__name__)

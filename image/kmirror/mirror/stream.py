@@ -7,7 +7,7 @@ on shutdown the copier is flushed, and only if every record sent so far was ackn
 the book's acknowledged source offsets committed. A commit can never run ahead of the target.
 Any send failure means: commit nothing more; abort (exit 1) or rewind and retry.
 --exactly-once: the copier writes transactions and the commit is theirs (engine.Transactional:
-mirror/eos.py on the record path, mirror/eos_hybrid.py on --engine batch|auto).
+mirror/exactly_once.py on the record path, mirror/exactly_once_hybrid.py on --engine batch|auto).
 
     Stream.run ── Subscription (group membership, topics, start offsets)
                ├─ Copier (RecordCopier: consume, produce, delivery reports)
@@ -34,8 +34,7 @@ from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror import latch as rules
 from kmirror.mirror.bounded import run_bounded
 from kmirror.mirror.commit import Committer
-from kmirror.mirror.copier import RecordCopier
-from kmirror.mirror.engine import (
+from kmirror.mirror.contract import (
     DEFAULT_TUNING,
     Copier,
     CopierContext,
@@ -43,9 +42,10 @@ from kmirror.mirror.engine import (
     Transactional,
     Tuning,
 )
-from kmirror.mirror.eos import TransactionalCopier
+from kmirror.mirror.exactly_once import TransactionalCopier
 from kmirror.mirror.latch import FailureLatch
 from kmirror.mirror.progress_store import ProgressStore
+from kmirror.mirror.record_copier import RecordCopier
 from kmirror.mirror.subscription import Start, StreamState, Subscription
 from kmirror.mirror.topics import PartitionsOfflineError, TopicManager
 from kmirror.partitions import SourcePartition

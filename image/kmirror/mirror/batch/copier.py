@@ -102,7 +102,8 @@ class BatchCopier:
             max_bytes=fetch_max_bytes,
             partition_max_bytes=partition_max,
         )
-        # Kept for more sessions of the same shape (exactly-once: one per partition, txn.py).
+        # Kept for more sessions of the same shape (exactly-once: one per partition,
+        # transactions.py).
         self._session_args: dict[str, Any] = {
             "max_in_flight": max_in_flight,
             "request_timeout_ms": int(pconf.get("request.timeout.ms", "30000")),

@@ -88,7 +88,7 @@ class Queue:
 
 
 class ProducerSession:
-    transactional_id: str | None = None  # set by a transactional session (batch/txn.py)
+    transactional_id: str | None = None  # set by a transactional session (batch/transactions.py)
 
     def __init__(
         self,

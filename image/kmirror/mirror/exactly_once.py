@@ -2,12 +2,12 @@
 source partition.
 
 Each source partition the stream owns has its own producer, `transactional.id =
-kmirror-<group.id>-<topic>-<partition>` (kmirror.config.txn). Its records go into a transaction
-that is committed at the stream's commit points together with the partition's progress record
-(the source position and the source->target runs, `progress.encode_record`) on the progress
-topic. So the records and the position that says they were copied become visible together or
-not at all, and a stream resumes from the committed progress record (read with read_committed),
-never from the source group, whose commits are for monitoring only.
+kmirror-<group.id>-<topic>-<partition>` (kmirror.config.exactly_once). Its records go into a
+transaction that is committed at the stream's commit points together with the partition's
+progress record (the source position and the source->target runs, kmirror.progress.codec) on
+the progress topic. So the records and the position that says they were copied become visible
+together or not at all, and a stream resumes from the committed progress record (read with
+read_committed), never from the source group, whose commits are for monitoring only.
 
 Fencing: `open()` runs init_transactions for each new partition before its progress record is
 read. The coordinator bumps the producer epoch and aborts the previous owner's open
@@ -33,9 +33,9 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer, Topic
 
 from kmirror.errors import KmirrorError, MirrorError
 from kmirror.kafka import clients
-from kmirror.kafka.transactions import INIT_TIMEOUT_S, refused
-from kmirror.mirror.copier import RecordCopier
-from kmirror.mirror.engine import CopierContext
+from kmirror.kafka.transactions import FENCED_LOG, INIT_TIMEOUT_S, refused
+from kmirror.mirror.contract import CopierContext
+from kmirror.mirror.record_copier import RecordCopier
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import ProgressBook
 from kmirror.progress.codec import encode_record
@@ -159,7 +159,7 @@ class TransactionalCopier(RecordCopier):
         super().step()
         for t in list(self._txns.values()):
             t.producer.poll(0)
-        self._reap()
+        self._drop_fenced()
 
     def _copy(self, msgs: list[Message]) -> None:
         groups: dict[SourcePartition, list[Message]] = {}
@@ -189,7 +189,7 @@ class TransactionalCopier(RecordCopier):
                 self.producer = self._base
             if self._rewinds != rewinds:
                 break  # a rewind (failed sends): the rest comes again from the last commit
-        self._reap()
+        self._drop_fenced()
 
     def flush(self, timeout: float) -> int:
         remaining = 0
@@ -197,7 +197,7 @@ class TransactionalCopier(RecordCopier):
         for t in list(self._txns.values()):
             if not t.fenced:
                 remaining += int(t.producer.flush(max(deadline - time.monotonic(), 0.0)))
-        self._reap()
+        self._drop_fenced()
         if not remaining and not self._latch.failures:
             self._settle()
         return remaining
@@ -217,7 +217,7 @@ class TransactionalCopier(RecordCopier):
                         f"[{t.key[1]}] after failed sends: {exc.args[0].str()}. Nothing of it "
                         "is visible; a restart resumes from the last commit"
                     ) from exc
-        self._reap()
+        self._drop_fenced()
         super().rewind({k: o for k, o in positions.items() if k in self._txns})
 
     # -- committing ----------------------------------------------------------------------------
@@ -262,7 +262,7 @@ class TransactionalCopier(RecordCopier):
                 f"{err.str()}. Its records stay invisible; a restart resumes from the last "
                 "committed progress record"
             ) from exc
-        self._reap()
+        self._drop_fenced()
         return done
 
     def _commit_one(self, t: _Txn, record: tuple[bytes, bytes], deadline: float) -> None:
@@ -300,19 +300,14 @@ class TransactionalCopier(RecordCopier):
             return True
         return False
 
-    def _reap(self) -> None:
+    def _drop_fenced(self) -> None:
         """Drop fenced partitions: nothing of theirs is committed, their book is closed (so no
         later settle moves it), their fetching paused until the group hands them out again."""
         for key, t in list(self._txns.items()):
             if not t.fenced:
                 continue
             del self._txns[key]
-            log.error(
-                "exactly-once: %s[%d] was fenced (another stream owns it now); its open "
-                "transaction is aborted, nothing of it becomes visible. Dropping the partition",
-                key[0],
-                key[1],
-            )
+            log.error(FENCED_LOG, key[0], key[1])
             super().revoke([key])
             self._book.close(*key)
             try:

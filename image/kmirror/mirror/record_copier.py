@@ -13,7 +13,7 @@ also moves to the consumer's position: that covers what was never copied (transa
 aborted records) and, with --partitioning hash (a source partition's records land in many target
 partitions, there is no source->target run to keep), everything.
 
-It has the `Copier` shape (kmirror.mirror.engine) the stream's loop drives; the batch copier
+It has the `Copier` shape (kmirror.mirror.contract) the stream's loop drives; the batch copier
 has the same shape, so a stream runs either engine.
 """
 
@@ -37,7 +37,7 @@ from kmirror.errors import SendError, TopicError
 from kmirror.kafka import clients
 from kmirror.kafka.connect import await_metadata
 from kmirror.mirror import latch as rules
-from kmirror.mirror.engine import CopierContext
+from kmirror.mirror.contract import CopierContext
 from kmirror.mirror.provenance import stamp
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import PartitionBook

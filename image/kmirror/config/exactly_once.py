@@ -33,7 +33,7 @@ def timeout_ms(given: object | None, commit_interval_ms: int) -> int:
     return min(max(TXN_TIMEOUT_MIN_MS, commit_interval_ms + 60_000), BROKER_MAX_TIMEOUT_MS)
 
 
-def check(commit_interval_ms: int, timeout: int) -> None:
+def check_commit_interval(commit_interval_ms: int, timeout: int) -> None:
     """ConfigError when the commit interval cannot fit in a transaction."""
     if commit_interval_ms >= timeout:
         raise ConfigError(

@@ -1,12 +1,13 @@
 """Exactly-once on the batch path: the batch copier with one transaction per source partition.
 
-The design is the record path's (kmirror.mirror.eos, docs/architecture.md "Exactly-once"):
-each source partition has its own transactional id, `kmirror-<group.id>-<topic>-<partition>`
-(the same on both paths, so a batch-path and a record-path owner fence each other). `open`
-runs InitProducerId for each new partition before the stream reads its progress record: the
-coordinator bumps the epoch and aborts the previous owner's open transaction. Copied batches
-go out under that producer id and epoch with the transactional bit set (batch/txn.py), after
-AddPartitionsToTxn put their target partition into the partition's transaction. At a commit
+The design is the record path's (kmirror.mirror.exactly_once, docs/architecture.md
+"Exactly-once"): each source partition has its own transactional id,
+`kmirror-<group.id>-<topic>-<partition>` (the same on both paths, so a batch-path and a
+record-path owner fence each other). `open` runs InitProducerId for each new partition before
+the stream reads its progress record: the coordinator bumps the epoch and aborts the previous
+owner's open transaction. Copied batches go out under that producer id and epoch with the
+transactional bit set (batch/transactions.py), after AddPartitionsToTxn put their target
+partition into the partition's transaction. At a commit
 point `commit` writes each partition's progress record as a transactional batch into the
 progress topic, in the same transaction, and ends it with EndTxn(commit): the records and the
 position that says they were copied become visible together or not at all.
@@ -25,11 +26,11 @@ from typing import Any
 
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import MirrorError, SendError
-from kmirror.kafka.transactions import INIT_TIMEOUT_S, refused
+from kmirror.kafka.transactions import FENCED_LOG, INIT_TIMEOUT_S, refused
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.mirror.batch.producer import Pending, ProducerSession
-from kmirror.mirror.batch.txn import (
+from kmirror.mirror.batch.transactions import (
     FENCING,
     Coordinators,
     ProgressPending,
@@ -225,25 +226,20 @@ class TransactionalBatchCopier(BatchCopier):
 
     def step(self, timeout_s: float) -> int:
         count = super().step(timeout_s)
-        self._reap()
+        self._drop_fenced()
         return count
 
     def flush(self, timeout_s: float) -> bool:
         done = super().flush(timeout_s)
-        self._reap()
+        self._drop_fenced()
         return done
 
-    def _reap(self) -> None:
+    def _drop_fenced(self) -> None:
         """Drop fenced partitions (another stream owns them now)."""
         for key, session in list(self._sessions.by_source.items()):
             if not session.fenced:
                 continue
-            log.error(
-                "exactly-once: %s[%d] was fenced (another stream owns it now); its open "
-                "transaction is aborted, nothing of it becomes visible. Dropping the partition",
-                key[0],
-                key[1],
-            )
+            log.error(FENCED_LOG, key[0], key[1])
             self._fetcher.remove(key)
             target = self._targets.pop(key, None)
             if target is not None:
@@ -267,7 +263,7 @@ class TransactionalBatchCopier(BatchCopier):
     def _commit(
         self, book: ProgressBook, keys: list[SourcePartition], deadline: float
     ) -> dict[SourcePartition, int]:
-        self._reap()
+        self._drop_fenced()
         done: dict[SourcePartition, int] = {}
         todo: dict[SourcePartition, int] = {}
         for key in keys:
@@ -296,7 +292,7 @@ class TransactionalBatchCopier(BatchCopier):
         ended = self._end_all([k for k, s in sessions.items() if not s.fenced], True, deadline)
         for key in ended:
             done[key] = self._committed[key] = todo[key]
-        self._reap()
+        self._drop_fenced()
         return done
 
     def _end_all(

@@ -1,9 +1,9 @@
 """Exactly-once on `--engine batch|auto`: the hybrid copier with transactions on both paths.
 
-Every partition starts on the batch path (TransactionalBatchCopier, batch/transactional.py).
+Every partition starts on the batch path (TransactionalBatchCopier, batch/exactly_once.py).
 A partition the batch path cannot copy byte for byte (compacted batches, old formats,
 LogAppendTime, a start inside a batch) moves to the record path's transactional copier
-(TransactionalCopier, eos.py) at the exact offset: the batch path first commits the
+(TransactionalCopier, exactly_once.py) at the exact offset: the batch path first commits the
 partition's transaction with its progress record at that offset, then the record path's
 producer initialises the same transactional id (fencing the batch-path session, which is
 done) and copies on from there. With `--engine auto` a partition whose source batches stay
@@ -19,11 +19,11 @@ import time
 from collections.abc import Iterable
 
 from kmirror.mirror.batch.copier import BatchCopier
-from kmirror.mirror.batch.transactional import TransactionalBatchCopier
-from kmirror.mirror.copier import RecordCopier
-from kmirror.mirror.engine import CopierContext
-from kmirror.mirror.eos import TransactionalCopier
+from kmirror.mirror.batch.exactly_once import TransactionalBatchCopier
+from kmirror.mirror.contract import CopierContext
+from kmirror.mirror.exactly_once import TransactionalCopier
 from kmirror.mirror.hybrid import HybridCopier
+from kmirror.mirror.record_copier import RecordCopier
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import ProgressBook
 
