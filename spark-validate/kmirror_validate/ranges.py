@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Literal
 
 from kmirror.config.model import MirrorConfig
-from kmirror.errors import ConfigError, KmirrorError
+from kmirror.errors import ClusterError, ConfigError
 from kmirror.kafka.cluster import Cluster
 from kmirror.partitions import Partition, SourcePartition, TargetPartition
 from kmirror.progress.book import PartitionBook, translate
@@ -169,7 +169,7 @@ def _progress(config: MirrorConfig, target: Cluster) -> dict[TP, PartitionBook]:
     cannot be read (the ranges then start at the earliest offsets, with a warning)."""
     try:
         books = read_progress(config, max(target.timeout, 10.0), {"logger": LIBRDKAFKA_LOG})
-    except KmirrorError as exc:
+    except ClusterError as exc:
         log.warning("could not read the progress topic %s: %s", config.progress_topic, exc)
         return {}
     return books or {}
