@@ -1,7 +1,8 @@
 """The questions kmirror asks a cluster outside the copy itself: topics, watermarks, a group's
 committed offsets (and writing them into a group nobody runs), groups and their members,
-compacted topics of its own. Used by `kmirror status` and `check`, disaster recovery and the
-validator; reading a topic to its end is kmirror.kafka.topicreader.
+compacted topics of its own. Used by `kmirror status`, disaster recovery (and `kmirror
+offsets` / `failover`) and the validator; reading a topic to its end is
+kmirror.kafka.topicreader.
 
 Committed group offsets are read (and written) through a consumer that carries the group id
 and never joins the group: AdminClient.list_consumer_group_offsets can crash the process on a
