@@ -2,18 +2,14 @@
 topic on the target, MM2's checkpoints topic).
 
 The reader assigns every partition of the topic itself (its consumer never joins a group) and
-reads with read_committed, from where its last read stopped, to the end the topic has now; so
-a mirror that reads the progress topic at every assignment reads only what is new. Two ends:
-
-* the high watermark (`settle=True`): every record written so far, waiting for open
-  transactions to end. A mirror resuming a partition under exactly-once needs this: the
-  progress topic is shared by all partitions, and a record the partition's previous owner
-  committed after another partition's transaction began sits behind that open transaction;
-  stopping before it would resume from an older position. Transaction markers and aborted
-  records are passed by the consumer's position, not by a record.
-* what is readable now (`settle=False`, the last stable offset): a reader that reports
-  (`kmirror status`, disaster recovery, the validator) does not wait for a live mirror's
-  transactions; its view may be one commit interval old.
+reads with read_committed, from where its last read stopped, to the end readable now; so a
+mirror that reads the progress topic at every assignment reads only what is new. For a
+read_committed consumer that end is the last stable offset: librdkafka's watermark query and
+its end-of-partition event both stop there. Records of a transaction still open, and
+committed records behind its first one, are left to a later read (the progress topic takes a
+record of a transaction only at its commit point, so that window is short, unless the
+transaction's producer died in it). Transaction markers and aborted records are passed by
+the consumer's position, not by a record.
 
 Errors: a refusal (not retriable: authorization, a deleted topic) stops the read at once; a
 retriable error is logged and the read goes on until its budget ends (ClusterError, naming
@@ -35,6 +31,7 @@ from kmirror.kafka import clients
 log = logging.getLogger(__name__)
 
 Record = tuple[bytes, bytes | None]  # key, value (None: a tombstone)
+_MISSING = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC)
 
 
 class TopicReader:
@@ -45,14 +42,12 @@ class TopicReader:
         topic: str,
         group: str,
         *,
-        settle: bool = False,
         overrides: clients.Overrides = None,
     ) -> None:
         self.topic = topic
         self._config = config
         self._side = side
         self._group = group  # required by the client; assign() never joins it
-        self._settle = settle
         self._overrides = overrides
         self._consumer: Consumer | None = None
         self._positions: dict[int, int] = {}  # partition -> where the next read starts
@@ -73,8 +68,10 @@ class TopicReader:
         deadline = time.monotonic() + budget_s
         try:
             meta = consumer.list_topics(self.topic, timeout=budget_s).topics.get(self.topic)
-            if meta is None or meta.error is not None or not meta.partitions:
+            if meta is None or (meta.error is not None and meta.error.code() in _MISSING):
                 return None
+            if meta.error is not None:  # there, but not answering (no leader yet): not empty
+                raise self._fail(meta.error.str())
             ends: dict[int, int] = {}
             for p in sorted(meta.partitions):
                 tp = TopicPartition(self.topic, p)
@@ -121,10 +118,9 @@ class TopicReader:
         if err is None:
             out.append((msg.key() or b"", msg.value()))
             self._advance(p, int(msg.offset() or 0) + 1, ends)
-        elif err.code() == KafkaError._PARTITION_EOF:
+        elif err.code() == KafkaError._PARTITION_EOF:  # what is readable now has been read
             self._advance(p, int(msg.offset() or 0), ends)
-            if not self._settle:  # what is readable now has been read
-                ends.pop(p, None)
+            ends.pop(p, None)
         elif not err.retriable():
             raise self._fail(err.str())
         else:

@@ -33,7 +33,7 @@ class ProgressStore:
         self._config = config
         self._topics = topics
         self._producer: Producer | None = None
-        self._reader = ProgressReader(config, settle=True)
+        self._reader = ProgressReader(config)
         self._failures: list[KafkaError] = []
 
     def ensure(self, online_timeout: float = ADMIN_TIMEOUT_S) -> None:
@@ -94,10 +94,10 @@ class ProgressStore:
     def load(self, keys: Iterable[SourcePartition]) -> dict[SourcePartition, PartitionBook]:
         """The persisted book of each of these partitions that has one (read to the end of the
         topic first, bounded by LOAD_TIMEOUT_S)."""
-        # Exactly-once: a transaction a killed owner left open holds read_committed readers
-        # back until its next owner aborts it, or, for a partition nobody owns any more, until
-        # the broker times it out (transaction.timeout.ms); below the supervisor's 120 s
-        # heartbeat limit (this runs in the assignment callback).
+        # Bounded below the supervisor's 120 s heartbeat limit (this runs in the assignment
+        # callback); under exactly-once by the transaction timeout plus 10 s. The read stops
+        # at the last stable offset (kmirror.kafka.topicreader): it does not wait for a
+        # transaction left open, it leaves what is behind it to a later load.
         budget = LOAD_TIMEOUT_S
         if self._config.exactly_once:
             timeout_s = self._config.transaction_timeout_ms() / 1000

@@ -1,10 +1,10 @@
 """The one reader of the progress topic (`kmirror-progress.<group.id>.internal` on the target):
 the newest progress record of each source partition, a tombstone forgetting it.
 
-The mirror keeps a reader per stream and catches up at every assignment, waiting for open
-transactions (`settle`: exactly-once writes the records in transactions, see
-kmirror.kafka.topicreader); `kmirror status`, disaster recovery and the validator read once,
-to what is readable now (`read_progress`).
+The mirror keeps a reader per stream and catches up at every assignment; `kmirror status`,
+disaster recovery and the validator read once (`read_progress`). Under exactly-once the
+records are written in transactions: each read goes to what is readable now
+(kmirror.kafka.topicreader).
 """
 
 from __future__ import annotations
@@ -18,14 +18,10 @@ from kmirror.progress.codec import decode_record
 
 
 class ProgressReader:
-    def __init__(
-        self, config: MirrorConfig, *, settle: bool = False, overrides: clients.Overrides = None
-    ) -> None:
+    def __init__(self, config: MirrorConfig, overrides: clients.Overrides = None) -> None:
         self.topic = config.progress_topic
         group = f"{config.group_id}.progress-reader"
-        self._reader = TopicReader(
-            config, "target", self.topic, group, settle=settle, overrides=overrides
-        )
+        self._reader = TopicReader(config, "target", self.topic, group, overrides=overrides)
         # The newest book of every source partition read so far.
         self.books: dict[SourcePartition, PartitionBook] = {}
 
