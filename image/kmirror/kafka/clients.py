@@ -13,6 +13,7 @@ the background, and the batch path's `Link` on its first request.
                          reads topics, watermarks, a group's committed offsets
     producer             a producer of the target with the mirror's settings (idempotent, acks=all)
     transactional_producer   the same, for one source partition's transactions (exactly-once)
+    source_producer      a producer of the source with its cluster settings (MM2's heartbeats)
     admin                an admin client of either cluster
     link                 the batch path's kafka-python connections to one cluster
     probe_producer / probe_consumer   offline clients for asking librdkafka about its settings
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from confluent_kafka import Consumer, Producer
@@ -40,12 +42,14 @@ Overrides = Mapping[str, Any] | None
 
 # A consumer that only reads what it assigns: never commits, never stores offsets, starts a
 # partition without a position at its beginning, and sees only committed transactions.
-READER: Mapping[str, Any] = {
-    "enable.auto.commit": False,
-    "enable.auto.offset.store": False,
-    "auto.offset.reset": "earliest",
-    "isolation.level": "read_committed",
-}
+READER: Mapping[str, Any] = MappingProxyType(
+    {
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+    }
+)
 
 
 def _conf(base: Mapping[str, Any], overrides: Overrides) -> Any:
