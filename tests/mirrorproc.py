@@ -60,7 +60,7 @@ def with_test_engine(args: Sequence[str], env: Mapping[str, str] | None = None) 
 
 _MM2_FLAGS = ("--mm2-config", "--mm2.config")
 _CLIENT_FLAGS = ("--consumer.config", "--producer.config")
-# Security settings the batch path refuses (kmirror.mirror.batch.settings): such a test runs on
+# Security settings the batch path refuses (kmirror.kafka.wireconf): such a test runs on
 # the record engine.
 _BATCH_REFUSES = ("OAUTHBEARER", "GSSAPI", "KEYSTORE.LOCATION", "AWS_MSK_IAM")
 

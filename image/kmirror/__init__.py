@@ -1,3 +1,3 @@
-"""kmirror: byte-exact, at-least-once Kafka cluster mirroring."""
+"""kmirror: byte-exact Kafka cluster mirroring, at least once or exactly once."""
 
 __version__ = "0.1.0"

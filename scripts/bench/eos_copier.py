@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from kmirror.config.model import ClusterConfig, MirrorConfig
 from kmirror.mirror.batch.copier import BatchCopier
-from kmirror.mirror.batch.transactional import TransactionalBatchCopier
-from kmirror.mirror.progress import ProgressBook
+from kmirror.mirror.batch.exactly_once import TransactionalBatchCopier
+from kmirror.progress.book import ProgressBook
 from tests.kafkatools import create_topic, delete_topic, end_offsets, produce, unique
 
 COMMIT_INTERVAL_S = 1.0

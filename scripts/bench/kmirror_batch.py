@@ -21,7 +21,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from kmirror.config.dialects.mm1 import load_mm1
 from kmirror.mirror.batch.copier import BatchCopier
-from kmirror.mirror.progress import ProgressBook
+from kmirror.progress.book import ProgressBook
 
 
 def _start_offsets(conf: dict[str, str], topics: list[str]) -> dict[tuple[str, int], int]:

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kmirror.cli.flags import add_config_arguments
+from kmirror.cli.flags import add_config_arguments, options_from
 from kmirror.config.describe import describe
-from kmirror.config.dialects.loader import CHOOSING_FLAGS, load_config
+from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig, TopicSelection, split_patterns
 from kmirror.errors import ClusterError, ConfigError, KmirrorError
 from kmirror.logsetup import configure, python_level
@@ -155,18 +155,19 @@ def load(args: argparse.Namespace) -> MirrorConfig:
     """The mirror's config: a dialect via the shared loader, or the direct flags (the two
     clusters as they are, security from the SOURCE_CLUSTER_* / SINK_CLUSTER_* variables)."""
     src, tgt = args.source_bootstrap_servers, args.target_bootstrap_servers
+    given = options_from(args)
     if src is None and tgt is None:
-        return load_config(args)
+        return load_config(given)
     if not (src and tgt):
         raise ConfigError(
             "give both --source-bootstrap-servers and --target-bootstrap-servers (or neither "
             "and a dialect: --consumer.config/--producer.config, --mm2.config or KUDO flags)"
         )
-    mixed = [flag for flag, dest, _ in CHOOSING_FLAGS if getattr(args, dest, None)]
+    mixed = [flag for dialect in ("mm1", "mm2", "kudo") for flag in given.flags(dialect)]
     if mixed:
         flags = ", ".join(mixed)
         raise ConfigError(f"--source/--target-bootstrap-servers cannot be combined with {flags}")
-    return load_config(args, clusters=(src, tgt))
+    return load_config(given, clusters=(src, tgt))
 
 
 def options(args: argparse.Namespace) -> Options:

@@ -18,31 +18,15 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
-
-from confluent_kafka import (
-    Consumer,
-    IsolationLevel,
-    KafkaException,
-    TopicPartition,
-)
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
-    AdminClient,
-    ConfigResource,
-    OffsetSpec,
-)
 
 from kmirror.config.model import MirrorConfig, TopicSelection
 from kmirror.errors import ClusterError, ConfigError, TopicError
+from kmirror.kafka.cluster import Cluster, Isolation
+from kmirror.partitions import Partition, SourcePartition, TargetPartition
 from kmirror_validate import ranges
 
 log = logging.getLogger(__name__)
-# librdkafka's own log lines (connection refused ...) go through logging, not raw stderr.
-_RDKAFKA_LOG = logging.getLogger("kmirror_validate.librdkafka")
-
-Side = Literal["source", "target"]
-Isolation = Literal["read_committed", "read_uncommitted"]
-TP = tuple[str, int]
+TP = Partition
 
 
 @dataclass(frozen=True)
@@ -64,13 +48,13 @@ class TopicPlan:
 class Snapshot:
     """Offsets per source (topic, partition) and per target (topic, partition)."""
 
-    source: Mapping[TP, tuple[int, int]]  # [low, end): the records that must be mirrored
-    source_read_end: Mapping[TP, int]  # read the source this far (>= end), see module doc
-    target: Mapping[TP, tuple[int, int]]  # [low, end) of each existing target partition
+    source: Mapping[SourcePartition, tuple[int, int]]  # [low, end): what must be mirrored
+    source_read_end: Mapping[SourcePartition, int]  # read this far (>= end), see module doc
+    target: Mapping[TargetPartition, tuple[int, int]]  # [low, end) of each target partition
     taken_at: float = field(default_factory=time.time)
     # Bounded ranges (kmirror_validate.ranges): a timestamp filter (ms) per source partition
     # whose range has no exact target start, notes for the report, progress records found.
-    since: Mapping[TP, int] = field(default_factory=dict)
+    since: Mapping[SourcePartition, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     progress_records: int = 0
 
@@ -82,126 +66,25 @@ class WaitResult:
     lagging: tuple[str, ...] = ()  # "topic/partition" still behind when the wait ended
 
 
-class ClusterClient:
-    """A thin, lazy AdminClient wrapper for one side: nothing connects until first use."""
-
-    def __init__(self, conf: Mapping[str, str], side: Side, bootstrap: str, timeout: float) -> None:
-        self._conf = dict(conf)
-        self.side = side
-        self.bootstrap = bootstrap
-        self.timeout = timeout
-        self._admin: AdminClient | None = None
-
-    @property
-    def admin(self) -> AdminClient:
-        if self._admin is None:
-            conf: dict[str, Any] = {**self._conf, "logger": _RDKAFKA_LOG}
-            self._admin = AdminClient(conf)
-        return self._admin
-
-    def _fail(self, action: str, exc: BaseException) -> ClusterError:
-        err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
-        text = err.str() if hasattr(err, "str") else str(err)
-        return ClusterError(
-            f"could not {action} on the {self.side} cluster at {self.bootstrap} within "
-            f"{self.timeout:g}s ({text}): check the bootstrap servers, the network and the "
-            "security settings"
-        )
-
-    def topics(self) -> dict[str, int]:
-        """Partition count of every topic that has no error."""
-        try:
-            md = self.admin.list_topics(timeout=self.timeout)
-        except KafkaException as exc:
-            raise self._fail("read metadata", exc) from exc
-        return {n: len(t.partitions) for n, t in md.topics.items() if t.error is None}
-
-    def compacted(self, topics: Iterable[str]) -> set[str]:
-        """Topics whose cleanup.policy includes compact."""
-        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
-        if not resources:
-            return set()
-        out: set[str] = set()
-        try:
-            futures = self.admin.describe_configs(resources, request_timeout=self.timeout)
-            for res, fut in futures.items():
-                entry = fut.result().get("cleanup.policy")
-                if entry is not None and "compact" in str(entry.value or ""):
-                    out.add(res.name)
-        except KafkaException as exc:
-            raise self._fail("describe topic configs", exc) from exc
-        return out
-
-    def watermarks(self, tps: Iterable[TP], isolation: Isolation) -> dict[TP, tuple[int, int]]:
-        """(earliest, latest) per partition; with read_committed `latest` is the last stable
-        offset, so an open transaction is never inside a range we read."""
-        wanted = sorted(set(tps))
-        if not wanted:
-            return {}
-        level = (
-            IsolationLevel.READ_COMMITTED
-            if isolation == "read_committed"
-            else IsolationLevel.READ_UNCOMMITTED
-        )
-        result: dict[str, dict[TP, int]] = {}
-        specs = (("low", OffsetSpec.earliest()), ("high", OffsetSpec.latest()))  # type: ignore[no-untyped-call]
-        for name, spec in specs:
-            request = {TopicPartition(t, p): spec for t, p in wanted}
-            try:
-                futures = self.admin.list_offsets(
-                    request, isolation_level=level, request_timeout=self.timeout
-                )
-                result[name] = {
-                    (tp.topic, tp.partition): int(fut.result().offset)
-                    for tp, fut in futures.items()
-                }
-            except KafkaException as exc:
-                raise self._fail("list offsets", exc) from exc
-        return {tp: (max(0, result["low"][tp]), max(0, result["high"][tp])) for tp in wanted}
-
-    def committed(self, group: str, tps: Iterable[TP]) -> dict[TP, int]:
-        """The group's committed offsets (partitions without a commit are left out).
-
-        Read through a consumer that carries the group id but never joins it: the admin API's
-        list_consumer_group_offsets can crash the process on a group the coordinator has not
-        seen yet (confluent-kafka-python #1982), a consumer's OffsetFetch cannot."""
-        parts = [TopicPartition(t, p) for t, p in sorted(set(tps))]
-        if not parts:
-            return {}
-        conf: dict[str, Any] = {
-            **self._conf,
-            "group.id": group,
-            "enable.auto.commit": False,
-            "logger": _RDKAFKA_LOG,
-        }
-        consumer = Consumer(conf)
-        try:
-            res = consumer.committed(parts, timeout=self.timeout)
-        except KafkaException as exc:
-            log.debug("no committed offsets for group=%s: %s", group, exc)
-            return {}
-        finally:
-            consumer.close()
-        return {
-            (tp.topic, tp.partition): int(tp.offset)
-            for tp in res
-            if tp.error is None and tp.offset >= 0
-        }
+def clients(config: MirrorConfig, timeout: float) -> tuple[Cluster, Cluster]:
+    quiet = {"logger": ranges.LIBRDKAFKA_LOG}
+    return Cluster(config, "source", timeout, quiet), Cluster(config, "target", timeout, quiet)
 
 
-def clients(config: MirrorConfig, timeout: float) -> tuple[ClusterClient, ClusterClient]:
-    return (
-        ClusterClient(config.admin_conf("source"), "source", config.source.bootstrap_servers,
-                      timeout),
-        ClusterClient(config.admin_conf("target"), "target", config.target.bootstrap_servers,
-                      timeout),
-    )  # fmt: skip
+def committed_offsets(cluster: Cluster, group: str, tps: Iterable[TP]) -> dict[TP, int]:
+    """The mirror group's committed offsets; none when they cannot be read (the wait then
+    relies on the target's offsets alone)."""
+    try:
+        return {tp: c.offset for tp, c in cluster.committed(group, tps).items()}
+    except ClusterError as exc:
+        log.debug("no committed offsets for group=%s: %s", group, exc)
+        return {}
 
 
 def resolve_topics(
     config: MirrorConfig,
-    source: ClusterClient,
-    target: ClusterClient,
+    source: Cluster,
+    target: Cluster,
     selection: TopicSelection | None = None,
 ) -> list[TopicPlan]:
     """Source topics matching the selection (default: the mirror's), each with its target
@@ -231,11 +114,11 @@ def resolve_topics(
     ]
 
 
-def source_partitions(plans: Iterable[TopicPlan]) -> list[TP]:
+def source_partitions(plans: Iterable[TopicPlan]) -> list[SourcePartition]:
     return [(p.source, i) for p in plans for i in range(p.partitions)]
 
 
-def target_partitions(plans: Iterable[TopicPlan]) -> list[TP]:
+def target_partitions(plans: Iterable[TopicPlan]) -> list[TargetPartition]:
     return [(p.target, i) for p in plans for i in range(p.target_partitions or 0)]
 
 
@@ -280,8 +163,8 @@ def caught_up(
 
 def take_snapshot(
     config: MirrorConfig,
-    source: ClusterClient,
-    target: ClusterClient,
+    source: Cluster,
+    target: Cluster,
     plans: list[TopicPlan],
     isolation: Isolation,
     wait_timeout: float = 0.0,
@@ -305,18 +188,17 @@ def take_snapshot(
         target_of = {(p.source, i): (p.target, i) for p in plans if same
                      for i in range(min(p.partitions, p.target_partitions or 0))}  # fmt: skip
         if bounds.to == "copied" and committed is None:
-            committed = source.committed(config.group_id, src_tps)
-        return ranges.plan_bounds(bounds, config.admin_conf("source"),
-                                  config.admin_conf("target"), config.group_id,
-                                  config.progress_topic, raw, target_of,
-                                  source.timeout, committed)  # fmt: skip
+            committed = committed_offsets(source, config.group_id, src_tps)
+        return ranges.plan_bounds(bounds, config, source, target, raw, target_of, committed)
 
     started = time.monotonic()
     lagging: list[str] = []
     current = plans
     while True:
         # Bounds are planned again on every look: the mirror's progress moves while we wait.
-        committed = source.committed(config.group_id, src_tps) if wait_timeout > 0 else None
+        committed = None
+        if wait_timeout > 0:
+            committed = committed_offsets(source, config.group_id, src_tps)
         bounded = bound(current, committed)
         src = ranges.merge_high(ranges.merge_low(raw, bounded.source_low), bounded.source_high)
         tgt = ranges.merge_low(target.watermarks(target_partitions(current), isolation),
@@ -372,7 +254,7 @@ def _align_ends(
     return out
 
 
-def _refresh_targets(plans: list[TopicPlan], target: ClusterClient) -> list[TopicPlan]:
+def _refresh_targets(plans: list[TopicPlan], target: Cluster) -> list[TopicPlan]:
     have = target.topics()
     out = []
     for p in plans:

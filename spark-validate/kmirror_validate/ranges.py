@@ -2,9 +2,9 @@
 (no Spark here).
 
 By default a partition is compared from where the mirror started copying it when the mirror
-keeps a progress record on the target (image/kmirror/mirror/progress.py: exact source->target
-runs), else from the earliest offset. `--since` and `--last` bound the range further. Where
-the progress record gives the target offset of the range's first record, both ranges are
+keeps a progress record on the target (kmirror.progress: exact source->target runs), else
+from the earliest offset. `--since` and `--last` bound the range further. Where the progress
+record gives the target offset of the range's first record, both ranges are
 offset ranges (exact). Where it does not, both sides are read from the first offset with a
 timestamp >= T and filtered to timestamps >= T: a mirror copies timestamps, so the same
 records pass on both sides (exact too, whatever the target held before).
@@ -18,15 +18,20 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
-
-from kmirror.errors import ConfigError
-from kmirror.mirror.progress import PartitionBook, decode_record, translate
+from kmirror.config.model import MirrorConfig
+from kmirror.errors import ClusterError, ConfigError
+from kmirror.kafka.cluster import Cluster
+from kmirror.partitions import Partition, SourcePartition, TargetPartition
+from kmirror.progress.book import PartitionBook, translate
+from kmirror.progress.reader import read_progress
 
 log = logging.getLogger(__name__)
-TP = tuple[str, int]
+# librdkafka's own log lines (connection refused ...) go through logging, not raw stderr; the
+# CLI quiets them (its errors already say why a cluster cannot be reached).
+LIBRDKAFKA_LOG = logging.getLogger("kmirror_validate.librdkafka")
+TP = Partition
 Start = Literal["auto", "earliest", "mirror"]
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -66,59 +71,18 @@ def parse_since(text: str, now: float | None = None) -> int:
     return int(parsed.timestamp() * 1000)
 
 
-def read_progress(
-    conf: Mapping[str, Any], topic: str, group_id: str, timeout: float
-) -> dict[TP, PartitionBook]:
-    """The mirror's progress records (the latest per source partition); {} when the mirror
-    keeps none. Read with a consumer that joins no group."""
-    consumer = Consumer({**conf, "group.id": f"{group_id}.validate", "enable.auto.commit": False,
-                         "enable.partition.eof": True})  # fmt: skip
-    books: dict[TP, PartitionBook] = {}
-    try:
-        md = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
-        if md is None or md.error is not None or not md.partitions:
-            return {}
-        parts = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in md.partitions]
-        ends = {p.partition: consumer.get_watermark_offsets(p, timeout=timeout)[1]
-                for p in parts}  # fmt: skip
-        todo = {p for p, end in ends.items() if end > 0}
-        consumer.assign(parts)
-        deadline = time.monotonic() + max(timeout, 10.0)
-        while todo and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error() is not None:
-                todo.discard(msg.partition())  # end of partition (or an error: stop there)
-                continue
-            t, p, book = decode_record(msg.key() or b"", msg.value())
-            if book is None:
-                books.pop((t, p), None)
-            else:
-                books[(t, p)] = book
-            part, offset = msg.partition(), msg.offset()
-            if part is not None and offset is not None and offset + 1 >= ends[part]:
-                todo.discard(part)
-    except KafkaException as exc:
-        log.warning("could not read the progress topic %s: %s", topic, exc)
-        return {}
-    finally:
-        consumer.close()
-    return books
-
-
 @dataclass
 class Bounded:
     """The bounded ranges of a snapshot."""
 
-    source_low: dict[TP, int] = field(default_factory=dict)  # by source (topic, partition)
-    target_low: dict[TP, int] = field(default_factory=dict)  # by target (topic, partition)
-    source_high: dict[TP, int] = field(default_factory=dict)  # --to copied: range ends
-    target_high: dict[TP, int] = field(default_factory=dict)  # exact ones (progress record)
-    since: dict[TP, int] = field(default_factory=dict)  # timestamp filter, by source tp
+    source_low: dict[SourcePartition, int] = field(default_factory=dict)
+    target_low: dict[TargetPartition, int] = field(default_factory=dict)
+    source_high: dict[SourcePartition, int] = field(default_factory=dict)  # --to copied: ends
+    target_high: dict[TargetPartition, int] = field(default_factory=dict)  # exact (progress)
+    since: dict[SourcePartition, int] = field(default_factory=dict)  # timestamp filter
     notes: list[str] = field(default_factory=list)
-    books: dict[TP, PartitionBook] = field(default_factory=dict)  # the progress records read
-    uncopied: list[TP] = field(default_factory=list)  # --to copied: nothing committed yet
+    books: dict[SourcePartition, PartitionBook] = field(default_factory=dict)  # progress read
+    uncopied: list[SourcePartition] = field(default_factory=list)  # --to copied: none yet
 
 
 def target_start(book: PartitionBook, source_low: int) -> int | None:
@@ -128,44 +92,6 @@ def target_start(book: PartitionBook, source_low: int) -> int | None:
         return None
     at = translate(book.runs, source_low, book.acked)
     return at if at is not None else book.target_end
-
-
-def first_offsets(consumer_conf: Mapping[str, Any], wanted: Mapping[TP, int],
-                  timeout: float) -> dict[TP, int]:  # fmt: skip
-    """Per partition, the first offset whose timestamp is >= the given ms (-1: none)."""
-    if not wanted:
-        return {}
-    consumer = Consumer({**consumer_conf, "group.id": "kmirror-validate-offsets",
-                         "enable.auto.commit": False})  # fmt: skip
-    try:
-        res = consumer.offsets_for_times(
-            [TopicPartition(t, p, ms) for (t, p), ms in sorted(wanted.items())], timeout=timeout
-        )
-    finally:
-        consumer.close()
-    return {(tp.topic, tp.partition): int(tp.offset) for tp in res}
-
-
-def timestamps_at(consumer_conf: Mapping[str, Any], at: Mapping[TP, int],
-                  timeout: float) -> dict[TP, int]:  # fmt: skip
-    """The timestamp (ms) of the record at each given offset (or the next one there is)."""
-    out: dict[TP, int] = {}
-    if not at:
-        return out
-    consumer = Consumer({**consumer_conf, "group.id": "kmirror-validate-offsets",
-                         "enable.auto.commit": False})  # fmt: skip
-    try:
-        for (t, p), offset in sorted(at.items()):
-            consumer.assign([TopicPartition(t, p, offset)])
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                msg = consumer.poll(0.5)
-                if msg is not None and msg.error() is None:
-                    out[(t, p)] = int(msg.timestamp()[1])
-                    break
-    finally:
-        consumer.close()
-    return out
 
 
 def source_lows(bounds: Bounds, watermarks: Mapping[TP, tuple[int, int]],
@@ -190,20 +116,20 @@ def source_lows(bounds: Bounds, watermarks: Mapping[TP, tuple[int, int]],
     return lows
 
 
-def plan_bounds(bounds: Bounds, source_conf: Mapping[str, Any], target_conf: Mapping[str, Any],
-                group_id: str, progress_topic: str, watermarks: Mapping[TP, tuple[int, int]],
-                target_of: Mapping[TP, TP], timeout: float,
+def plan_bounds(bounds: Bounds, config: MirrorConfig, source: Cluster, target: Cluster,
+                watermarks: Mapping[TP, tuple[int, int]],
+                target_of: Mapping[SourcePartition, TargetPartition],
                 committed: Mapping[TP, int] | None = None) -> Bounded:  # fmt: skip
     """Source and target range starts (and timestamp filters) for every source partition;
     `target_of` maps a source (topic, partition) to its target partition (same partitioning)."""
     out = Bounded()
     if bounds.start != "earliest":
-        out.books = read_progress(target_conf, progress_topic, group_id, timeout)
+        out.books = _progress(config, target)
     books = out.books
     if bounds.to == "copied":
         watermarks = copied_ends(watermarks, books, committed or {}, out)
-    since_offsets = (first_offsets(source_conf, dict.fromkeys(watermarks, bounds.since_ms),
-                                   timeout) if bounds.since_ms is not None else {})  # fmt: skip
+    since_offsets = (source.offsets_for_times(dict.fromkeys(watermarks, bounds.since_ms))
+                     if bounds.since_ms is not None else {})  # fmt: skip
     out.source_low = source_lows(bounds, watermarks, books, since_offsets, out.notes)
     unmapped: dict[TP, int] = {}
     for tp, low in out.source_low.items():
@@ -223,9 +149,9 @@ def plan_bounds(bounds: Bounds, source_conf: Mapping[str, Any], target_conf: Map
     # No progress record: bound both sides by the timestamp of the range's first record.
     cut = dict.fromkeys(unmapped, bounds.since_ms) if bounds.since_ms is not None else {}
     todo = {tp: o for tp, o in unmapped.items() if tp not in cut}
-    cut.update(timestamps_at(source_conf, todo, timeout))
-    found = first_offsets(target_conf, {target_of[tp]: ms for tp, ms in cut.items()
-                                        if ms is not None}, timeout)  # fmt: skip
+    cut.update(source.timestamps_at(todo))
+    found = target.offsets_for_times({target_of[tp]: ms for tp, ms in cut.items()
+                                      if ms is not None})  # fmt: skip
     for tp, ms in cut.items():
         if ms is None:
             continue
@@ -236,6 +162,17 @@ def plan_bounds(bounds: Bounds, source_conf: Mapping[str, Any], target_conf: Map
         else:  # nothing that recent on the target: an empty target range
             out.target_low[target_of[tp]] = 1 << 62
     return out
+
+
+def _progress(config: MirrorConfig, target: Cluster) -> dict[TP, PartitionBook]:
+    """The mirror's progress records (kmirror.progress.reader); {} when it keeps none or they
+    cannot be read (the ranges then start at the earliest offsets, with a warning)."""
+    try:
+        books = read_progress(config, max(target.timeout, 10.0), {"logger": LIBRDKAFKA_LOG})
+    except ClusterError as exc:
+        log.warning("could not read the progress topic %s: %s", config.progress_topic, exc)
+        return {}
+    return books or {}
 
 
 def copied_ends(

@@ -17,13 +17,14 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from kmirror.config import env as envvars
 from kmirror.config import oauth
 from kmirror.config.model import ClusterConfig, ConfValue
 from kmirror.config.secret import Secret, mask_config, reveal
 from kmirror.errors import ConfigError
+from kmirror.kafka.cluster import Isolation
 from kmirror_validate import sparklog
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ JARS_ENV = "KMIRROR_SPARK_JARS"
 CONNECTOR_PREFIX = "spark-sql-kafka-0-10_"
 # Spark shows data source options in plans and the UI; these keys carry credentials.
 REDACT = r"(?i)secret|password|token|access[.]?key|jaas|keystore\.key|url"
-Isolation = Literal["read_committed", "read_uncommitted"]
+
 # The columns of Spark's Kafka source (with includeHeaders), for empty stand-ins.
 KAFKA_SCHEMA = (
     "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "

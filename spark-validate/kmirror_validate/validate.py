@@ -12,9 +12,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from kmirror.config.model import MirrorConfig, TopicSelection
+from kmirror.kafka.cluster import Isolation
 from kmirror_validate import compare, offsets, ranges, schemaids, sparkio
 from kmirror_validate.compare.kinds import FIELD_NAMES, KINDS, ORDER, PENDING
-from kmirror_validate.offsets import Isolation, Snapshot, TopicPlan, WaitResult
+from kmirror_validate.offsets import Snapshot, TopicPlan, WaitResult
 from kmirror_validate.progress import Progress
 from kmirror_validate.report import (
     DuplicatePolicy,

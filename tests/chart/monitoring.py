@@ -21,10 +21,10 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.parser import text_string_to_metric_families
 
+from kmirror.app.supervisor import Supervisor
 from kmirror.config.model import ClusterConfig, MirrorConfig
 from kmirror.metrics.aggregate import StreamsCollector, snapshot
 from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.supervisor import Supervisor
 from tests.chart import chartlib
 
 PROMTOOL = chartlib.BIN_DIR / "promtool"

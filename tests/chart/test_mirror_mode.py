@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kmirror.cli.flags import options_from
 from kmirror.cli.main import build_parser
 from kmirror.config.dialects.loader import load_config
 from tests.chart import chartlib
@@ -128,7 +129,7 @@ def test_mm2_mode_arguments_load_in_kmirror(
         "east->west.enabled=true\neast->west.topics=orders.*\ntasks.max=3\n"
     )
     args = [str(mm2) if a == f"{MM2_DIR}/mm2.properties" else a for a in args]
-    config = load_config(build_parser().parse_args(args), environ={})
+    config = load_config(options_from(build_parser().parse_args(args)), environ={})
     assert config.dialect == "mm2" and config.num_streams == 3
     assert config.rename.kind == "prefix"  # MM2's default policy, not overridden by the chart
     assert config.group_id == "dr-mirror" and config.metrics_port == 9555

@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import Producer
 
 from kmirror.mirror.batch.copier import BatchCopier
-from kmirror.mirror.progress import ProgressBook
+from kmirror.progress.book import ProgressBook
 from tests.conftest import KafkaLocal, MakeTopic
 from tests.integration.batchcopy import mirror_config
 from tests.kafkatools import Clusters, consume_all, end_offsets

@@ -8,13 +8,13 @@ from collections.abc import Mapping
 from kafka.protocol.producer.produce import ProduceRequest
 
 from kmirror.config.model import ClusterConfig, MirrorConfig
+from kmirror.kafka.wire import Link, selector
+from kmirror.kafka.wireconf import connection_args
 from kmirror.mirror.batch.copier import BatchCopier, Fallback
 from kmirror.mirror.batch.fetcher import Fetcher
 from kmirror.mirror.batch.producer import PRODUCE_VERSION
 from kmirror.mirror.batch.records import Batch
-from kmirror.mirror.batch.settings import connection_args
-from kmirror.mirror.batch.wire import Link, selector
-from kmirror.mirror.progress import ProgressBook
+from kmirror.progress.book import ProgressBook
 from tests.kafkatools import Clusters, Rec, end_offsets, unique
 
 

@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
 from kmirror.errors import SendError, SourceTrimmedError
 from kmirror.mirror.batch.copier import BatchCopier
-from kmirror.mirror.progress import ProgressBook
+from kmirror.progress.book import ProgressBook
 from tests.conftest import MakeTopic
 from tests.integration.batchcopy import assert_translates, copy_all, mirror_config, raw_batches
 from tests.kafkatools import (

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaException, Producer
 
-from kmirror.config import txn as txnconf
 from kmirror.config.model import MirrorConfig
+from kmirror.kafka import clients
+from kmirror.mirror.batch.exactly_once import TransactionalBatchCopier
 from kmirror.mirror.batch.records import HEADER_SIZE, TRANSACTIONAL_MASK
-from kmirror.mirror.batch.transactional import TransactionalBatchCopier
-from kmirror.mirror.eos import FENCED
-from kmirror.mirror.progress import ProgressBook
+from kmirror.mirror.exactly_once import FENCED
+from kmirror.progress.book import ProgressBook
 from tests.conftest import MakeTopic
 from tests.integration.batchcopy import mirror_config, raw_batches
 from tests.integration.test_batch_copier import _transactions, records
@@ -121,7 +121,7 @@ def _copy_to_end(
 
 def _record_path_producer(config: MirrorConfig, key: tuple[str, int]) -> Producer:
     """What the record path's TransactionalCopier runs for the partition."""
-    producer = Producer(txnconf.producer_conf(config, *key))
+    producer = clients.transactional_producer(config, key)
     producer.init_transactions(30)
     return producer
 

@@ -19,8 +19,8 @@ from tests.kafkatools import Clusters, consume_all, end_offsets, produce, wait_u
 from tests.mirrorproc import MirrorProcess, mirror_args
 
 pytestmark = pytest.mark.integration
-# Both paths write transactions: the record path (eos.py) and the batch path
-# (batch/transactional.py); test_batch_exactly_once.py has the batch path's own cases.
+# Both paths write transactions: the record path (exactly_once.py) and the batch path
+# (batch/exactly_once.py); test_batch_exactly_once.py has the batch path's own cases.
 ENGINES = pytest.mark.parametrize("engine", ["record", "batch"])
 
 # A killed or paused member leaves the group within seconds (the default is 45 s).
@@ -98,6 +98,9 @@ def test_kill9_mid_copy_then_restart_copies_every_record_once(
         wait_until(lambda: target_end(clusters, topic) >= 2000, 90, 0.05)
         assert m.kill() == -signal.SIGKILL
     with MirrorProcess(args, tmp_path / "m2.log") as m:
+        # Up first: the killed mirror may have committed everything already, and a SIGTERM
+        # before the new one runs its handlers would end it like any process (-15).
+        m.wait_ready()
         wait_until(lambda: committed_all(clusters, group, topic), 90, 0.3)
         assert m.stop() == 0, m.log
     assert_exactly_once(clusters, topic)
@@ -129,6 +132,9 @@ def test_stream_child_kill9_then_restart_copies_every_record_once(
         streams[0].send_signal(signal.SIGKILL)
         assert m.wait(60) == 128 + signal.SIGKILL, m.log
     with MirrorProcess(args, tmp_path / "m2.log") as m:
+        # Up first: the killed mirror may have committed everything already, and a SIGTERM
+        # before the new one runs its handlers would end it like any process (-15).
+        m.wait_ready()
         wait_until(lambda: committed_all(clusters, group, topic), 90, 0.3)
         assert m.stop() == 0, m.log
     assert_exactly_once(clusters, topic)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kmirror.mirror.progress import PartitionBook, encode_record
+from kmirror.progress.book import PartitionBook
+from kmirror.progress.codec import encode_record
 from tests.integration.test_mirror import target_has
 from tests.kafkatools import Clusters, list_topics, produce, wait_until
 from tests.mirrorproc import MirrorProcess, mirror_args, run_cli

@@ -8,7 +8,7 @@ import pytest
 
 from kmirror.errors import ClusterError
 from kmirror.mirror.batch.copier import BatchCopier
-from kmirror.mirror.progress import ProgressBook
+from kmirror.progress.book import ProgressBook
 from tests.integration.batchcopy import assert_translates, copy_all, mirror_config
 from tests.kafkatools import consume_all, create_topic, produce, unique
 from tests.securecluster import USER, SecureCluster

@@ -35,6 +35,9 @@ def test_exactly_once_mirror_validates_ok_with_zero_duplicates(
         wait_until(lambda: target_end(clusters, topic) >= 1500, 90, 0.05)
         assert m.kill() == -signal.SIGKILL
     with MirrorProcess(args, tmp_path / "m2.log") as m:
+        # Up first: the killed mirror may have committed everything already, and a SIGTERM
+        # before the new one runs its handlers would end it like any process (-15).
+        m.wait_ready()
         wait_until(lambda: committed_all(clusters, group, topic), 90, 0.3)
         assert m.stop() == 0, m.log
     common = ["--source-bootstrap-servers", clusters.source_bootstrap,

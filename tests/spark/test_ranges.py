@@ -13,7 +13,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kmirror.config.model import ClusterConfig, MirrorConfig, TopicSelection
-from kmirror.mirror.progress import PartitionBook, Run, encode_record
+from kmirror.progress.book import PartitionBook, Run
+from kmirror.progress.codec import encode_record
 from kmirror_validate import ranges
 from kmirror_validate.report import Report, TopicResult
 from kmirror_validate.validate import Options, prepare, run

@@ -17,6 +17,8 @@ import pytest
 
 from kmirror.cli import main as cli_main
 from kmirror.cli import run as cli_run
+from kmirror.cli.flags import options_from
+from kmirror.config.dialects.options import Options
 from kmirror.config.model import MirrorConfig
 from kmirror.config.secret import Secret
 from kmirror.entrypoint.render import (
@@ -110,14 +112,14 @@ def test_seed_names_render_the_three_files_and_the_flags(environ: dict[str, str]
         str(d / LOG4J),
         "--whitelist",
         "orders|pay",
+        "--blacklist",
+        "tmp.*",
         "--num.streams",
         "3",
         "--offset.commit.interval.ms",
         "60000",
         "--abort.on.send.failure",
         "true",
-        "--blacklist",
-        "tmp.*",
     ]
 
 
@@ -168,12 +170,9 @@ def test_kudo_names_override_the_seed_names(environ: dict[str, str]) -> None:
         "MIRROR_MAKER_ABORT_ON_SEND_FAILURE": "no",
     }
     options = build_plan(env).options
-    assert options == {
-        "whitelist": "b",
-        "num_streams": "5",
-        "offset_commit_interval_ms": "1000",
-        "abort_on_send_failure": "false",
-    }
+    assert options == Options(
+        whitelist="b", num_streams=5, offset_commit_interval_ms=1000, abort_on_send_failure=False
+    )
     config = plan_config(build_plan(env))
     assert config.topics.include == ("b",)
     assert (config.num_streams, config.offset_commit_interval_ms) == (5, 1000)
@@ -451,7 +450,7 @@ def test_the_loaded_configuration_is_the_files_configuration(environ: dict[str, 
            "KMIRROR_EXTRA_PRODUCER_PROPERTIES": "linger.ms=20"}  # fmt: skip
     plan = build_plan(env)
     write_files(plan)
-    from_files = cli_main.build_parser().parse_args(plan.argv())
+    from_files = options_from(cli_main.build_parser().parse_args(plan.argv()))
     from kmirror.config.dialects.loader import load_config
 
     assert plan_config(plan) == load_config(from_files, plan.environ)
@@ -502,7 +501,7 @@ def test_a_file_flag_after_entrypoint_is_refused(
     mine = str(tmp_path / "mine.properties")
     assert cli_main.main(["entrypoint", "--consumer.config", mine]) == 2
     with pytest.raises(ConfigError, match=r"--consumer.config cannot follow .*run --consumer"):
-        plan_config(build_plan({**environ, **BASE}), argparse.Namespace(consumer_config=mine))
+        plan_config(build_plan({**environ, **BASE}), Options(consumer_config=mine))
 
 
 def test_a_command_after_entrypoint_runs_as_given_without_rendering(

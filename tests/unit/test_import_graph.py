@@ -1,121 +1,93 @@
-"""The mirror package's modules import each other without a circle, lazy imports inside
-functions included: a circle hides an import-order bug until someone moves an import."""
+"""kmirror's layers hold: every package imports only packages of lower layers (the order is
+declared once, in scripts/modulegraph.py LAYERS), and no package or module imports in a circle.
+Every import counts: lazy ones inside functions and type-only ones under `if TYPE_CHECKING:`
+too. A circle hides an import-order bug until someone moves an import; an upward import is a
+circle waiting to happen."""
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
+from scripts import modulegraph
+
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2] / "image"
-PACKAGE = "kmirror"
+NAMES = modulegraph.modules()
 
 
-def module_names() -> dict[str, Path]:
-    out = {}
-    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
-        parts = path.relative_to(ROOT).with_suffix("").parts
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join(parts)] = path
-    return out
+def _tree(tmp_path: Path, files: dict[str, str]) -> dict[str, Path]:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return modulegraph.modules([tmp_path])
 
 
-def runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node, except what is under `if TYPE_CHECKING:` (never imported at run time)."""
-    for node in ast.iter_child_nodes(tree):
-        test = node.test if isinstance(node, ast.If) else None
-        if isinstance(test, ast.Name | ast.Attribute) and ast.unparse(test).endswith(
-            "TYPE_CHECKING"
-        ):
-            yield from (n for child in node.orelse for n in [child, *runtime_nodes(child)])
-            continue
-        yield node
-        yield from runtime_nodes(node)
+def test_every_package_has_a_layer_and_every_layer_a_package() -> None:
+    packages = set(modulegraph.package_graph(NAMES))
+    declared = set(modulegraph.ranks())
+    assert packages - declared == set(), "add the new package to LAYERS in scripts/modulegraph.py"
+    assert declared - packages == set(), "LAYERS names a package that does not exist"
 
 
-def imported(tree: ast.AST, modules: Mapping[str, Path]) -> Iterator[str]:
-    """Every kmirror module an import statement anywhere in the tree names, lazy imports inside
-    functions included."""
-    for node in runtime_nodes(tree):
-        if isinstance(node, ast.Import):
-            yield from (a.name for a in node.names if a.name in modules)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module not in modules:
-                continue
-            # `from kmirror.cli import run` imports the module kmirror.cli.run.
-            subs = [f"{node.module}.{a.name}" for a in node.names]
-            found = [s for s in subs if s in modules]
-            yield from found or [node.module]
+def test_every_package_is_a_regular_one() -> None:
+    """A directory of modules without __init__.py imports from a checkout but is left out of
+    the wheel (setuptools' find_packages), and so out of the image."""
+    dirs = {path.parent for path in NAMES.values()}
+    assert sorted(str(d) for d in dirs if not (d / "__init__.py").exists()) == []
 
 
-def import_graph() -> dict[str, set[str]]:
-    modules = module_names()
-    return {
-        name: set(imported(ast.parse(path.read_text(encoding="utf-8")), modules)) - {name}
-        for name, path in modules.items()
-    }
+def test_every_import_goes_down_the_layers() -> None:
+    graph = modulegraph.package_graph(NAMES)
+    assert list(modulegraph.against_layers(graph, modulegraph.ranks())) == []
 
 
-def circles(graph: Mapping[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
+def test_no_package_imports_in_a_circle() -> None:
+    assert modulegraph.circles(modulegraph.package_graph(NAMES)) == []
 
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in sorted(graph.get(node, ())):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
 
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
+def test_no_module_imports_in_a_circle() -> None:
+    assert modulegraph.circles(modulegraph.module_graph(NAMES)) == []
+
+
+def test_the_finder_sees_lazy_and_type_only_imports(tmp_path: Path) -> None:
+    names = _tree(
+        tmp_path,
+        {
+            "app/__init__.py": "",
+            "app/low/__init__.py": "",
+            "app/low/one.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from app.high.two import Two\n"
+            ),
+            "app/high/__init__.py": "",
+            "app/high/two.py": "def f():\n    from app.low import one\n",
+        },
+    )
+    assert modulegraph.module_graph(names)["app.low.one"] == {"app.high.two"}
+    assert modulegraph.module_graph(names)["app.high.two"] == {"app.low.one"}
+    graph = modulegraph.package_graph(names)
+    assert modulegraph.circles(graph) == [["app.high", "app.low"]]
+    layers = (("low", ("app", "app.low")), ("high", ("app.high",)))
+    assert list(modulegraph.against_layers(graph, modulegraph.ranks(layers))) == [
+        ("app.low", "app.high")
+    ]
+
+
+def test_sideways_imports_and_undeclared_packages_are_named() -> None:
+    graph = {"a": {"b"}, "b": set(), "c": {"a"}, "new": set()}
+    rank = {"a": 1, "b": 1, "c": 2}
+    assert list(modulegraph.against_layers(graph, rank)) == [("a", "b"), ("new", "new")]
 
 
 def test_the_finder_sees_a_circle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
-    assert circles(graph) == [["a", "b", "c"]]
-
-
-def test_lazy_imports_are_in_the_graph_type_checking_ones_are_not() -> None:
-    graph = import_graph()
-    # build_parser imports the entrypoint commands inside the function.
-    assert "kmirror.cli.entrypoint" in graph["kmirror.cli.main"]
-    # txn.py names MirrorConfig in annotations only; model.py imports txn lazily.
-    assert "kmirror.config.txn" in graph["kmirror.config.model"]
-    assert "kmirror.config.model" not in graph["kmirror.config.txn"]
-
-
-def test_no_import_circle() -> None:
-    assert circles(import_graph()) == []
+    assert modulegraph.circles(graph) == [["a", "b", "c"]]
 
 
 def test_the_entrypoint_library_does_not_import_the_command_line() -> None:
-    graph = import_graph()
+    graph = modulegraph.module_graph(NAMES)
     library = [m for m in graph if m.startswith("kmirror.entrypoint")]
     assert library
     for module in library:

@@ -4,30 +4,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 import time
 from typing import Any
 
 from confluent_kafka import KafkaError
-from confluent_kafka.admin import AdminClient
 
+from kmirror.cli.flags import options_from
 from kmirror.config.describe import describe
 from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import TopicError
-from kmirror.mirror.connect import await_metadata
+from kmirror.kafka import clients
+from kmirror.kafka.connect import await_metadata
 from kmirror.schemas.check import print_schema_plan, schema_plan
 
 
-def _topics(config: MirrorConfig, side: str, timeout: float) -> dict[str, int]:
+def _topics(config: MirrorConfig, side: clients.Side, timeout: float) -> dict[str, int]:
     errors: list[KafkaError] = []
-    conf: dict[str, Any] = {
-        **config.admin_conf("source" if side == "source" else "target"),
-        "error_cb": errors.append,
-        "logger": logging.getLogger("kmirror.librdkafka"),
-    }
-    admin = AdminClient(conf)
+    admin = clients.admin(config, side, {"error_cb": errors.append})
     cluster = config.source if side == "source" else config.target
     # A refused password or certificate is reported at once, an unreachable address after
     # `timeout` seconds (connect.py).
@@ -68,7 +63,7 @@ def plan(config: MirrorConfig, timeout: float) -> list[dict[str, Any]]:
 
 
 def check(args: argparse.Namespace) -> int:
-    config = load_config(args)
+    config = load_config(options_from(args))
     print(describe(config), file=sys.stderr)
     for note in config.notes:
         print(f"warning: {note}", file=sys.stderr)

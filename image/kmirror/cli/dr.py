@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 
+from kmirror.cli.flags import options_from
 from kmirror.config.dialects.loader import load_config
 
 
@@ -21,7 +22,7 @@ def _num(value: int | None) -> str:
 def offsets_cmd(args: argparse.Namespace) -> int:
     from kmirror.dr.groupview import offsets
 
-    config = load_config(args)
+    config = load_config(options_from(args))
     rows = offsets(config, args.group)
     if args.json:
         print(
@@ -44,7 +45,7 @@ def offsets_cmd(args: argparse.Namespace) -> int:
 def failover_cmd(args: argparse.Namespace) -> int:
     from kmirror.dr.groupview import apply, failover_plan
 
-    config = load_config(args)
+    config = load_config(options_from(args))
     moves = failover_plan(config, args.group)
     verb = "would set" if args.dry_run else "set"
     for m in moves:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
+from kmirror.config.dialects.options import Options
 from kmirror.entrypoint.render import build_plan, plan_config, write_files
 from kmirror.logsetup import configure_from_env
 
@@ -148,13 +149,13 @@ def render(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_flags(extra: list[str]) -> argparse.Namespace:
-    """The container's arguments as `kmirror run` flags (a bad one: usage and exit 2)."""
-    from kmirror.cli.flags import add_config_arguments
+def _run_flags(extra: list[str]) -> Options:
+    """The container's arguments as `kmirror run` options (a bad one: usage and exit 2)."""
+    from kmirror.cli.flags import add_config_arguments, options_from
 
     parser = argparse.ArgumentParser(prog="kmirror entrypoint", add_help=False)
     add_config_arguments(parser)
-    return parser.parse_args(extra)
+    return options_from(parser.parse_args(extra))
 
 
 def _indent(text: str) -> str:

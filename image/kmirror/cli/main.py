@@ -25,8 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="kmirror",
-        description="Byte-exact, at-least-once Kafka cluster mirroring. Accepts MirrorMaker 1 "
-        "flags, MirrorMaker 2 mm2.properties and KUDO-style parameters.",
+        description="Byte-exact Kafka cluster mirroring, at least once or exactly once. Accepts "
+        "MirrorMaker 1 flags, MirrorMaker 2 mm2.properties and KUDO-style parameters.",
     )
     parser.add_argument("--version", action="version", version=f"kmirror {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -5,17 +5,18 @@ from __future__ import annotations
 import argparse
 import logging
 
+from kmirror.app.supervisor import run_mirror
+from kmirror.cli.flags import options_from
 from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig
 from kmirror.logsetup import configure_for
 from kmirror.mirror.stream import DEFAULT_TUNING, Tuning
-from kmirror.mirror.supervisor import run_mirror
 
 log = logging.getLogger("kmirror")
 
 
 def run(args: argparse.Namespace, tuning: Tuning = DEFAULT_TUNING) -> int:
-    return start(load_config(args), tuning)
+    return start(load_config(options_from(args)), tuning)
 
 
 def start(config: MirrorConfig, tuning: Tuning = DEFAULT_TUNING) -> int:

@@ -6,29 +6,23 @@ acknowledged every record (from the mirror's progress record on the target, when
 target partition's end offset; *lag*, source end minus copied (or committed when no progress
 record exists), i.e. records not yet on the target.
 
-Committed offsets are read with a consumer that never subscribes (`Consumer.committed`), not
-with `AdminClient.list_consumer_group_offsets`, which crashes the process in confluent-kafka 2.16.
+Committed offsets are read with a consumer that never joins the group (kmirror.kafka.cluster
+says why), the progress records with the mirror's own reader (kmirror.progress.reader).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
-import time
 from dataclasses import asdict, dataclass
-from typing import Any
-
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
 from kmirror.cli.check import plan
+from kmirror.cli.flags import options_from
 from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig
-from kmirror.config.secret import unseal
-from kmirror.errors import ClusterError
-from kmirror.mirror.progress import Key, decode_record
+from kmirror.kafka.cluster import Cluster
+from kmirror.progress.reader import read_progress
 
 
 @dataclass(frozen=True)
@@ -44,118 +38,36 @@ class Row:
     lag: int
 
 
-def _offsets(admin: AdminClient, tps: list[Key], spec: Any, side: str) -> dict[Key, int]:
-    if not tps:
-        return {}
-    asked = {TopicPartition(t, p): spec for t, p in tps}
-    out: dict[Key, int] = {}
-    for tp, fut in admin.list_offsets(asked, request_timeout=30).items():
-        try:
-            out[(tp.topic, tp.partition)] = int(fut.result().offset)
-        except KafkaException as exc:
-            raise ClusterError(
-                f"could not read {side} offsets of {tp.topic}[{tp.partition}]: {exc.args[0]}"
-            ) from exc
-    return out
-
-
-def _committed(config: MirrorConfig, tps: list[Key]) -> dict[Key, int]:
-    consumer = Consumer(
-        {**config.consumer_conf(), "logger": logging.getLogger("kmirror.librdkafka")}
-    )
-    try:
-        got = consumer.committed([TopicPartition(t, p) for t, p in tps], timeout=30)
-    except KafkaException as exc:
-        raise ClusterError(
-            f"could not read the committed offsets of group '{config.group_id}': {exc.args[0]}"
-        ) from exc
-    finally:
-        consumer.close()
-    return {(tp.topic, tp.partition): tp.offset for tp in got if tp.offset >= 0}
-
-
-def read_progress(config: MirrorConfig, admin: AdminClient, timeout: float) -> dict[Key, int]:
-    """Acknowledged source position per partition from the progress topic (latest record per
-    key wins; a tombstone forgets the partition). Empty when there is no progress topic."""
-    topic = config.progress_topic
-    # All topics, not list_topics(topic): a request naming the topic would auto-create it on a
-    # broker with auto.create.topics.enable=true, and status writes nothing.
-    md = admin.list_topics(timeout=timeout)
-    meta = md.topics.get(topic)
-    if meta is None or meta.error is not None:
-        return {}
-    parts = [(topic, p) for p in meta.partitions]
-    starts = _offsets(admin, parts, OffsetSpec.earliest(), "target")  # type: ignore[no-untyped-call]
-    ends = _offsets(admin, parts, OffsetSpec.latest(), "target")  # type: ignore[no-untyped-call]
-    todo = {k: e for k, e in ends.items() if e > starts[k]}
-    acked: dict[Key, int] = {}
-    if not todo:
-        return acked
-    conf = {
-        **unseal(config.target.client_conf("consumer")),
-        "group.id": f"{config.group_id}.status",  # required by the client; assign() joins none
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
-        "isolation.level": "read_committed",
-        "logger": logging.getLogger("kmirror.librdkafka"),
-    }
-    consumer = Consumer(conf)
-    try:
-        consumer.assign([TopicPartition(t, p, starts[(t, p)]) for t, p in todo])
-        deadline = time.monotonic() + timeout
-        while todo:
-            if time.monotonic() > deadline:
-                raise ClusterError(f"could not read the progress topic {topic} within {timeout}s")
-            for msg in consumer.consume(1000, 0.5):
-                key = (topic, int(msg.partition() or 0))
-                err = msg.error()
-                if err is not None and err.code() == KafkaError._PARTITION_EOF:
-                    # The end, also when the last offsets are transaction markers (not read).
-                    todo.pop(key, None)
-                    continue
-                if err is not None:
-                    raise ClusterError(f"reading the progress topic {topic}: {err}")
-                if int(msg.offset() or 0) + 1 >= todo.get(key, 0):
-                    todo.pop(key, None)
-                src_topic, partition, book = decode_record(msg.key() or b"", msg.value())
-                if book is None:
-                    acked.pop((src_topic, partition), None)
-                else:
-                    acked[(src_topic, partition)] = book.acked
-    finally:
-        consumer.close()
-    return acked
-
-
 def status_rows(config: MirrorConfig, timeout: float) -> list[Row]:
     topics = plan(config, timeout)  # bounded connection check of both clusters
-    source = AdminClient(dict[str, Any](config.admin_conf("source")))
-    target = AdminClient(dict[str, Any](config.admin_conf("target")))
+    source = Cluster(config, "source", timeout)
+    target = Cluster(config, "target", timeout)
     tps = [(r["source"], p) for r in topics for p in range(r["partitions"])]
     names = {r["source"]: r["target"] for r in topics}
-    starts = _offsets(source, tps, OffsetSpec.earliest(), "source")  # type: ignore[no-untyped-call]
-    ends = _offsets(source, tps, OffsetSpec.latest(), "source")  # type: ignore[no-untyped-call]
-    committed = _committed(config, tps)
-    copied = read_progress(config, target, timeout)
+    marks = source.watermarks(tps, "read_uncommitted")
+    committed = {k: c.offset for k, c in source.committed(config.group_id, tps).items()}
+    books = read_progress(config, timeout) or {}
+    copied = {k: b.acked for k, b in books.items()}
     # Target ends per partition only mean something when partition numbers are kept.
     have = {r["target"]: r["target_partitions"] or 0 for r in topics}
     same = config.keeps_partitions
     tgt = [(names[t], p) for t, p in tps if same and p < have[names[t]]]
-    target_ends = _offsets(target, tgt, OffsetSpec.latest(), "target")  # type: ignore[no-untyped-call]
+    target_ends = {k: end for k, (_, end) in target.watermarks(tgt, "read_uncommitted").items()}
     rows = []
     for t, p in tps:
-        done = copied.get((t, p), committed.get((t, p), starts[(t, p)]))
+        start, end = marks[(t, p)]
+        done = copied.get((t, p), committed.get((t, p), start))
         rows.append(
             Row(
                 topic=t,
                 partition=p,
                 target_topic=names[t],
-                source_start=starts[(t, p)],
-                source_end=ends[(t, p)],
+                source_start=start,
+                source_end=end,
                 copied=copied.get((t, p)),
                 committed=committed.get((t, p)),
                 target_end=target_ends.get((names[t], p)),
-                lag=max(ends[(t, p)] - max(done, starts[(t, p)]), 0),
+                lag=max(end - max(done, start), 0),
             )
         )
     return rows
@@ -183,7 +95,7 @@ def table(rows: list[Row]) -> str:
 
 
 def status(args: argparse.Namespace) -> int:
-    config = load_config(args)
+    config = load_config(options_from(args))
     for note in config.notes:
         print(f"warning: {note}", file=sys.stderr)
     rows = status_rows(config, args.timeout)

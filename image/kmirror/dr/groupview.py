@@ -7,9 +7,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kmirror.config.model import MirrorConfig
-from kmirror.dr import cluster, store
+from kmirror.dr import store
 from kmirror.dr.translate import checkpoints_for, latest_checkpoints, marker
 from kmirror.errors import ClusterError, GroupError
+from kmirror.kafka.cluster import Cluster
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ class Row:
 
 def offsets(config: MirrorConfig, group: str) -> list[Row]:
     """Read-only: everything known about `group`. Raises GroupError when nothing is."""
-    target_conf = config.admin_conf("target")
+    target = Cluster(config, "target")
     try:
         cps = latest_checkpoints(store.read_checkpoints(config), group)
     except GroupError as exc:
@@ -42,7 +43,7 @@ def offsets(config: MirrorConfig, group: str) -> list[Row]:
     live: dict[tuple[str, int], tuple[str, int, int | None]] = {}
     try:
         books = store.read_progress(config)
-        source = cluster.committed(config.admin_conf("source"), group, books)
+        source = Cluster(config, "source").committed(group, books)
         for (topic, partition), (offset, _) in sorted(source.items()):
             one = checkpoints_for(group, {(topic, partition): offset}, books, config.target_topic)
             down = one[0].downstream_offset if one else None
@@ -57,8 +58,8 @@ def offsets(config: MirrorConfig, group: str) -> list[Row]:
             "mirrored source topics. Check the group name, the `groups`/`groups.exclude` "
             "patterns, and that the mirror runs with checkpoints enabled"
         )
-    current = cluster.committed(target_conf, group, keys)
-    ends = _ends(target_conf, keys)
+    current = target.committed(group, keys)
+    ends = target.ends(keys)
     rows = []
     for topic, partition in keys:
         cp = cps.get((group, topic, partition))
@@ -83,23 +84,6 @@ def offsets(config: MirrorConfig, group: str) -> list[Row]:
     return rows
 
 
-def _ends(conf: dict[str, str], keys: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({**conf, "group.id": "kmirror-dr-reader", "enable.auto.commit": False})
-    try:
-        out = {}
-        for topic, partition in keys:
-            try:
-                _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), 10)
-                out[(topic, partition)] = int(high)
-            except Exception:  # a topic that is gone: no end to show
-                continue
-        return out
-    finally:
-        consumer.close()
-
-
 @dataclass(frozen=True)
 class Move:
     topic: str
@@ -120,8 +104,8 @@ def failover_plan(config: MirrorConfig, group: str) -> list[Move]:
             "on the source, matches no `groups` pattern, or committed nothing on the mirrored "
             f"topics. `kmirror offsets --group {group}` shows what is known"
         )
-    target_conf = config.admin_conf("target")
-    members = cluster.active_members(target_conf, group)
+    target = Cluster(config, "target")
+    members = target.active_members(group)
     if members:
         raise GroupError(
             f"group {group} has {members} active member(s) on the target: stop its consumers "
@@ -129,7 +113,7 @@ def failover_plan(config: MirrorConfig, group: str) -> list[Move]:
             "was written"
         )
     keys = [(c.topic, c.partition) for c in cps.values()]
-    current = cluster.committed(target_conf, group, keys)
+    current = target.committed(group, keys)
     return [
         Move(
             c.topic,
@@ -144,4 +128,4 @@ def failover_plan(config: MirrorConfig, group: str) -> list[Move]:
 
 def apply(config: MirrorConfig, group: str, moves: list[Move]) -> None:
     offsets = {(m.topic, m.partition): m.after for m in moves}
-    cluster.commit(config.admin_conf("target"), group, offsets, marker(config.rename.source_alias))
+    Cluster(config, "target").commit(group, offsets, marker(config.rename.source_alias))

@@ -21,10 +21,12 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from kmirror.config.model import HEARTBEATS_TOPIC, MirrorConfig
-from kmirror.dr import cluster, store
+from kmirror.dr import store
 from kmirror.dr.formats import Checkpoint, Heartbeat
 from kmirror.dr.translate import checkpoints_for, latest_checkpoints, marker, sync_plan
 from kmirror.errors import ClusterError
+from kmirror.kafka import clients
+from kmirror.kafka.cluster import Cluster
 
 log = logging.getLogger(__name__)
 FLUSH_TIMEOUT_S = 30.0
@@ -35,6 +37,8 @@ class DrService(threading.Thread):
         super().__init__(name="kmirror-dr", daemon=True)
         self._config = config
         self._dr = config.dr
+        self._source_cluster = Cluster(config, "source")
+        self._target_cluster = Cluster(config, "target")
         self.stop = threading.Event()
         self._emitted = Counter(
             "kmirror_dr_checkpoints_emitted_total",
@@ -107,10 +111,9 @@ class DrService(threading.Thread):
 
     def emit_checkpoints(self) -> None:
         config = self._config
-        target_conf = config.admin_conf("target")
         if self._last is None:
-            cluster.ensure_topic(
-                target_conf, config.rename.checkpoints_topic, config.replication_factor
+            self._target_cluster.ensure_compacted_topic(
+                config.rename.checkpoints_topic, config.replication_factor
             )
             self._last = latest_checkpoints(store.read_checkpoints(config))
         self._translate()
@@ -145,12 +148,12 @@ class DrService(threading.Thread):
         """Every matching source group's checkpoints, exact, from the persisted progress."""
         config = self._config
         books = store.read_progress(config)
-        source_conf = config.admin_conf("source")
+        source = self._source_cluster
         by_group: dict[str, list[Checkpoint]] = {}
-        for group in cluster.groups(source_conf):
+        for group in source.groups():
             if group == config.group_id or not self._dr.group_matches(group):
                 continue
-            committed = {k: o for k, (o, _) in cluster.committed(source_conf, group, books).items()}
+            committed = {k: c.offset for k, c in source.committed(group, books).items()}
             by_group[group] = checkpoints_for(group, committed, books, config.target_topic)
         self._by_group = by_group
 
@@ -159,18 +162,18 @@ class DrService(threading.Thread):
     def sync_groups(self) -> None:
         if not self._dr.emit_checkpoints:  # MM2 needs checkpoints for sync; kmirror does not
             self._translate()
-        target_conf = self._config.admin_conf("target")
+        target = self._target_cluster
         tag = marker(self._config.rename.source_alias)
         for group, cps in sorted(self._by_group.items()):
-            if not cps or cluster.active_members(target_conf, group):
+            if not cps or target.active_members(group):
                 continue
-            current = cluster.committed(target_conf, group, [(c.topic, c.partition) for c in cps])
+            current = target.committed(group, [(c.topic, c.partition) for c in cps])
             plan = sync_plan(cps, current)
             if plan is None:
                 log.debug("group sync: group=%s is committed by consumers on the target", group)
                 continue
             if plan:
-                cluster.commit(target_conf, group, plan, tag)
+                target.commit(group, plan, tag)
                 self._synced.inc(len(plan))
                 log.info("group sync: group=%s partitions=%d", group, len(plan))
 
@@ -184,9 +187,9 @@ class DrService(threading.Thread):
         now = int(time.time() * 1000)
         if self._target_producer is None:
             rf = self._config.replication_factor
-            cluster.ensure_topic(self._config.admin_conf("target"), HEARTBEATS_TOPIC, rf)
+            self._target_cluster.ensure_compacted_topic(HEARTBEATS_TOPIC, rf)
             try:
-                cluster.ensure_topic(self._config.admin_conf("source"), HEARTBEATS_TOPIC, rf)
+                self._source_cluster.ensure_compacted_topic(HEARTBEATS_TOPIC, rf)
             except ClusterError as exc:
                 self._source_refused = True
                 log.warning("heartbeats: only to the target: source refused: %s", exc)
@@ -213,10 +216,7 @@ class DrService(threading.Thread):
     def _read_heartbeat_age(self) -> None:
         topic = self._config.rename.remote_heartbeats_topic
         if self._reader is None:
-            self._reader = Consumer(
-                {**self._config.admin_conf("target"), "group.id": "kmirror-dr-reader",
-                 "enable.auto.commit": False, "logger": logging.getLogger("kmirror.librdkafka")}
-            )  # fmt: skip
+            self._reader = clients.reader(self._config, "target", "kmirror-dr-reader")
         tp = TopicPartition(topic, 0)
         try:
             low, high = self._reader.get_watermark_offsets(tp, timeout=5)
@@ -235,21 +235,12 @@ class DrService(threading.Thread):
 
     def _producer(self) -> Producer:
         if self._target_producer is None:
-            conf: dict[str, Any] = {
-                **self._config.producer_conf(),
-                "logger": logging.getLogger("kmirror.librdkafka"),
-            }
-            self._target_producer = Producer(conf)
+            self._target_producer = clients.producer(self._config)
         return self._target_producer
 
     def _source(self) -> Producer:
         if self._source_producer is None:
-            conf: dict[str, Any] = {
-                **self._config.admin_conf("source"),
-                "linger.ms": 0,
-                "logger": logging.getLogger("kmirror.librdkafka"),
-            }
-            self._source_producer = Producer(conf)
+            self._source_producer = clients.source_producer(self._config, {"linger.ms": 0})
         return self._source_producer
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from kmirror.dr.formats import Checkpoint
-from kmirror.mirror.progress import Key, PartitionBook
+from kmirror.partitions import SourcePartition
+from kmirror.progress.book import PartitionBook
 
 # Commit metadata kmirror writes with translated offsets. An offset on the target with other
 # metadata was committed by a consumer there: the group belongs to the target from then on.
@@ -19,8 +20,8 @@ def marker(source_alias: str) -> str:
 
 def checkpoints_for(
     group: str,
-    committed: Mapping[Key, int],
-    books: Mapping[Key, PartitionBook],
+    committed: Mapping[SourcePartition, int],
+    books: Mapping[SourcePartition, PartitionBook],
     target_topic: Callable[[str], str],
 ) -> list[Checkpoint]:
     """One checkpoint per source partition the group committed and the mirror copied.
@@ -44,14 +45,14 @@ def checkpoints_for(
 
 
 def sync_plan(
-    checkpoints: list[Checkpoint], target_committed: Mapping[Key, tuple[int, str]]
-) -> dict[Key, int] | None:
+    checkpoints: list[Checkpoint], target_committed: Mapping[SourcePartition, tuple[int, str]]
+) -> dict[SourcePartition, int] | None:
     """Offsets group offset sync writes into the target group, or None when the group is not
     ours to move: a consumer on the target committed it (any offset whose metadata is not
     kmirror's). Never moves a partition backwards."""
     if any(not meta.startswith(METADATA_PREFIX) for _, meta in target_committed.values()):
         return None
-    plan: dict[Key, int] = {}
+    plan: dict[SourcePartition, int] = {}
     for cp in checkpoints:
         key = (cp.topic, cp.partition)
         current = target_committed.get(key)

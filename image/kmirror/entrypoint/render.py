@@ -1,17 +1,18 @@
 """From the container's environment to the configuration of a MirrorMaker 1 style run.
 
 `build_plan` reads everything (an optional .env file, the KUDO variables, the templates, the
-security variables, mounted secret files) and fails before anything is written or started.
-`plan_config` hands the rendered files, still in memory, and the options to the MirrorMaker 1
-loader: the mirror gets the model `kmirror run --consumer.config ... --producer.config ...
---whitelist ...` would build from those files. `write_files` puts the files into a private
-directory, for people to read and to rerun that command (`Plan.argv`); nothing reads them back.
+security variables, mounted secret files) and fails before anything is written or started; the
+options (whitelist, streams, ...) come straight from the environment as typed `Options`.
+`plan_config` hands the rendered files, still in memory, and the options to the loader: the
+mirror gets the model `kmirror run --consumer.config ... --producer.config ... --whitelist ...`
+would build from those files. `write_files` puts the files into a private directory, for
+people to read and to rerun that command (`Plan.argv`); nothing reads them back.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
+import dataclasses
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from dotenv import dotenv_values
 from kmirror.config import env as envvars
 from kmirror.config.dialects.kudo import security_from_env
 from kmirror.config.dialects.loader import load_config
+from kmirror.config.dialects.options import FIELDS, Options
 from kmirror.config.dialects.properties import PropertiesFile
 from kmirror.config.model import ConfValue, MirrorConfig
 from kmirror.config.secret import Secret, is_secret_key, reveal, unseal
@@ -39,21 +41,8 @@ _CLIENT_FILES: Mapping[str, tuple[Side, str]] = {
     CONSUMER: (SOURCE, "KMIRROR_EXTRA_CONSUMER_PROPERTIES"),
     PRODUCER: (TARGET, "KMIRROR_EXTRA_PRODUCER_PROPERTIES"),
 }
-# The MirrorMaker 1 flags the environment stands for (mirror_options), by argparse dest.
-_OPTION_FLAGS = {
-    "whitelist": "--whitelist",
-    "num_streams": "--num.streams",
-    "offset_commit_interval_ms": "--offset.commit.interval.ms",
-    "abort_on_send_failure": "--abort.on.send.failure",
-    "exactly_once": "--exactly-once",
-    "blacklist": "--blacklist",
-}
-# Flags naming the configuration: the entrypoint's comes from the environment.
-_FILE_FLAGS = {
-    "consumer_config": (CONSUMER, "--consumer.config"),
-    "producer_config": (PRODUCER, "--producer.config"),
-    "log4j_config": (LOG4J, "--log4j-config"),
-}
+# The options naming the configuration files: the entrypoint renders them.
+_FILE_OPTIONS = {"consumer_config": CONSUMER, "producer_config": PRODUCER, "log4j_config": LOG4J}
 
 
 @dataclass(frozen=True)
@@ -62,7 +51,7 @@ class Plan:
 
     files: tuple[Rendered, ...]
     origins: Mapping[str, str]  # file name -> the template it was rendered from
-    options: Mapping[str, str | bool]  # MirrorMaker 1 flags besides the files, by dest
+    options: Options  # from the environment: the MirrorMaker 1 options besides the files
     config_dir: Path
     environ: Mapping[str, str]  # the process environment + the .env file + KUDO mapping
     dotenv: Mapping[str, str] = field(default_factory=dict)  # what the .env file added
@@ -72,12 +61,12 @@ class Plan:
         """The `kmirror run` command line that loads the written files into the same
         configuration (for people: logged, printed by `kmirror render`)."""
         d = self.config_dir if directory is None else directory
-        argv = ["run"]
-        for name, flag in _FILE_FLAGS.values():
-            argv += [flag, str(d / name)]
-        for dest, value in self.options.items():
-            argv += [_OPTION_FLAGS[dest]] if value is True else [_OPTION_FLAGS[dest], str(value)]
-        return argv
+        files = Options(
+            consumer_config=str(d / CONSUMER),
+            producer_config=str(d / PRODUCER),
+            log4j_config=str(d / LOG4J),
+        )
+        return ["run", *files.argv(), *self.options.argv()]
 
     def secrets(self) -> list[str]:
         """Every credential value, for the log redactor (the last line of defence)."""
@@ -218,8 +207,8 @@ def builtin_template(name: str) -> str:
     return resources.files("kmirror").joinpath("templates", name).read_text(encoding="utf-8")
 
 
-def mirror_options(env: Mapping[str, str]) -> dict[str, str | bool]:
-    """The MirrorMaker 1 flags' values by argparse dest, each checked here so an error names
+def mirror_options(env: Mapping[str, str]) -> Options:
+    """The MirrorMaker 1 options the environment gives, each checked here so an error names
     the variable."""
 
     def first(*names: str) -> tuple[str, str]:
@@ -234,38 +223,44 @@ def mirror_options(env: Mapping[str, str]) -> dict[str, str | bool]:
     streams_var, streams = first("MIRROR_MAKER_NUM_STREAMS", "NUM_STREAMS")
     commit = "MIRROR_MAKER_OFFSET_COMMIT_INTERVAL"
     abort = "MIRROR_MAKER_ABORT_ON_SEND_FAILURE"
-    options: dict[str, str | bool] = {
-        "whitelist": whitelist,
-        "num_streams": str(parse_int(streams, streams_var, minimum=1)),
-        "offset_commit_interval_ms": str(parse_int(envvars.get(commit, env), commit, minimum=1)),
-        "abort_on_send_failure": str(parse_bool(envvars.get(abort, env), abort)).lower(),
-    }
-    if parse_bool(envvars.get("EXACTLY_ONCE", env), "EXACTLY_ONCE"):
-        options["exactly_once"] = True
-    blacklist = envvars.get("BLACKLISTED_TOPICS", env).strip()
-    if blacklist:
-        options["blacklist"] = blacklist
-    return options
+    return Options(
+        whitelist=whitelist,
+        num_streams=parse_int(streams, streams_var, minimum=1),
+        offset_commit_interval_ms=parse_int(envvars.get(commit, env), commit, minimum=1),
+        abort_on_send_failure=parse_bool(envvars.get(abort, env), abort),
+        exactly_once=parse_bool(envvars.get("EXACTLY_ONCE", env), "EXACTLY_ONCE"),
+        blacklist=envvars.get("BLACKLISTED_TOPICS", env).strip() or None,
+    )
 
 
 def plan_config(
-    plan: Plan, flags: argparse.Namespace | None = None, directory: Path | None = None
+    plan: Plan, flags: Options | None = None, directory: Path | None = None
 ) -> MirrorConfig:
     """The mirror's configuration: the rendered files, as `kmirror run` would load them from
     `directory` (the config dir by default; messages name the files there), with the options
-    and then the flags given (the container's arguments, parsed as `kmirror run` flags)
-    applied. Same errors, same warnings, same --strict as `kmirror run`."""
-    given = {k: v for k, v in vars(flags or argparse.Namespace()).items() if v not in (None, False)}
-    args = argparse.Namespace(**{**plan.options, **given})  # a flag wins over the environment
+    and then the flags given (the container's arguments, as `kmirror run` options) applied.
+    Same errors, same warnings, same --strict as `kmirror run`."""
+    flags = flags or Options()
+    options = flags.over(plan.options)  # a flag wins over the environment
     d = plan.config_dir if directory is None else directory
-    for dest, (name, flag) in _FILE_FLAGS.items():
-        if dest in given:
+    for dest, name in _FILE_OPTIONS.items():
+        if getattr(flags, dest) is not None:
+            flag = FIELDS[dest].metadata["flag"]
             raise ConfigError(
                 f"{flag} cannot follow `kmirror entrypoint`: it renders {name} from the "
                 f"environment. To run your own files, pass a command: `run {flag} FILE ...`"
             )
-        setattr(args, dest, PropertiesFile(str(d / name), unseal(plan.file(name).props)))
-    return load_config(args, plan.environ)
+
+    def rendered(name: str) -> PropertiesFile:
+        return PropertiesFile(str(d / name), unseal(plan.file(name).props))
+
+    options = dataclasses.replace(
+        options,
+        consumer_config=rendered(CONSUMER),
+        producer_config=rendered(PRODUCER),
+        log4j_config=rendered(LOG4J),
+    )
+    return load_config(options, plan.environ)
 
 
 def write_files(plan: Plan, directory: Path | None = None) -> Path:

@@ -1,1 +1,1 @@
-"""The mirror: streams that copy records source -> target and a supervisor that runs them."""
+"""The mirror: the streams that copy records source -> target (kmirror.app runs them)."""

@@ -15,16 +15,17 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.engine import Transactional
+from kmirror.mirror.contract import Transactional
 from kmirror.mirror.latch import FailureLatch
-from kmirror.mirror.progress import Key, ProgressBook
 from kmirror.mirror.progress_store import ProgressStore
+from kmirror.partitions import SourcePartition
+from kmirror.progress.book import ProgressBook
 
 log = logging.getLogger(__name__)
 
 
 class SourceGroup(Protocol):
-    def commit(self, offsets: Mapping[Key, int]) -> bool: ...
+    def commit(self, offsets: Mapping[SourcePartition, int]) -> bool: ...
 
 
 class Committer:
@@ -36,7 +37,7 @@ class Committer:
         self._metrics = metrics
         self._id = stream_id
         # Where a partition restarts after a failed send: the last commit, or its start.
-        self.restart: dict[Key, int] = {}
+        self.restart: dict[SourcePartition, int] = {}
 
     def commit(
         self,
@@ -69,7 +70,7 @@ class Committer:
         why: str,
         group: SourceGroup,
         txn: Transactional,
-        todo: Mapping[Key, int],
+        todo: Mapping[SourcePartition, int],
         timeout: float,
     ) -> bool:
         done = txn.commit(self._book, todo, timeout)
@@ -82,7 +83,7 @@ class Committer:
             k in done for k in todo if self._book.get(*k) is not None
         )
 
-    def _done(self, offsets: Mapping[Key, int]) -> None:
+    def _done(self, offsets: Mapping[SourcePartition, int]) -> None:
         self._book.committed(offsets)
         self.restart.update(offsets)
         self._metrics.committed()

@@ -1,104 +1,51 @@
-"""The engine's seam: what a stream's loop needs from a copier, and what a copier gets.
-
-A copier moves records of the partitions a stream owns from the source to the target and
-reports every acknowledged copy into the stream's progress book and every failure into its
-latch. The record copier (kmirror.mirror.copier) hands fetched records to a confluent-kafka
-producer; the batch copier (issue 12) copies record batches as they are. A stream takes any
-`CopierFactory` (Stream(..., engine=...)).
-"""
+"""Which copier a mirror runs (`--engine record|batch|auto`, and `--exactly-once`): one
+decision, made by the supervisor before anything starts (a refusal is a clear ConfigError)
+and again, quietly, by each stream."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
-
-from confluent_kafka import Consumer, KafkaError
+import functools
+import logging
 
 from kmirror.config.model import MirrorConfig
-from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.latch import FailureLatch
-from kmirror.mirror.progress import Key, ProgressBook
+from kmirror.errors import ConfigError
+from kmirror.kafka.wireconf import connection_args
+from kmirror.mirror.contract import CopierFactory
+from kmirror.mirror.exactly_once_hybrid import TransactionalHybridCopier
+from kmirror.mirror.hybrid import HybridCopier
+from kmirror.mirror.record_copier import RecordCopier
 
-CONSUME_BATCH = 5000
-CONSUME_TIMEOUT_S = 0.2
-
-
-class Copier(Protocol):
-    """What a stream's loop needs from an engine. Acknowledged copies are reported into the
-    stream's progress book; failures into its latch."""
-
-    def connect(self, deadline: float) -> None:
-        """The target answers (start-up), or ClusterError by `deadline` (time.monotonic())."""
-
-    def assign(self, starts: Mapping[Key, int]) -> None:
-        """Copy these source partitions from these offsets (OFFSET_BEGINNING allowed)."""
-
-    def revoke(self, keys: Iterable[Key]) -> None:
-        """Stop copying these partitions (after a flush, or because they were lost)."""
-
-    def step(self) -> None:
-        """One round: take what the source has (waiting briefly when nothing), hand it to the
-        target, serve acknowledgements."""
-
-    def flush(self, timeout: float) -> int:
-        """Wait for every acknowledgement; return how many copies are still outstanding."""
-
-    def rewind(self, positions: Mapping[Key, int]) -> None:
-        """Copy again from these source offsets (after failed sends)."""
-
-    def close(self, timeout: float) -> None:
-        """Release the target side, waiting at most `timeout` for outstanding copies."""
+log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class CopierContext:
-    """Everything a stream shares with its copier."""
-
-    config: MirrorConfig
-    # The stream's group member: owns assignment and commits. The record copier consumes
-    # through it; a batch copier keeps its partitions paused and fetches itself.
-    consumer: Consumer
-    metrics: WorkerMetrics
-    latch: FailureLatch
-    book: ProgressBook
-    stop: threading.Event
-    targets: Mapping[str, str]  # source topic -> target topic (the subscription's live map)
-    error_cb: Callable[[KafkaError], None]  # the stream's client error handler
-    check: Callable[[], None]  # act on the latch now (may raise, may rewind)
-    client_errors: list[KafkaError]  # start-up errors for the connection check
-    consume_batch: int = CONSUME_BATCH
-    consume_timeout_s: float = CONSUME_TIMEOUT_S
-
-
-CopierFactory = Callable[[CopierContext], Copier]
-
-
-@runtime_checkable
-class Transactional(Protocol):
-    """A copier under --exactly-once (eos.py, eos_hybrid.py): the stream opens partitions
-    (fencing their previous owners) before it reads their progress records, and its commit
-    points commit the partitions' transactions."""
-
-    def open(self, keys: Iterable[Key]) -> None: ...
-
-    def commit(self, book: ProgressBook, keys: Iterable[Key], timeout: float) -> dict[Key, int]:
-        """The source offsets now committed on the target."""
-        ...
-
-
-@dataclass(frozen=True)
-class Tuning:
-    """Engine knobs that are not user settings (benchmarks vary them)."""
-
-    consume_batch: int = CONSUME_BATCH
-    consume_timeout_s: float = CONSUME_TIMEOUT_S
-    # First wait before re-sending after failed sends (doubles up to MAX_RETRY_BACKOFF_S).
-    retry_backoff_s: float = 1.0
-    # A stop (flush, final commit, leaving the group) gives up after this long, also when both
-    # clusters are gone; below the supervisor's 30 s, and it also bounds an orphaned stream.
-    shutdown_timeout_s: float = 20.0
-
-
-DEFAULT_TUNING = Tuning()
+def engine_for(config: MirrorConfig, *, announce: bool = True) -> CopierFactory:
+    """The copier factory for config.engine. `batch` refuses what the batch path cannot do
+    (ConfigError naming the fix); `auto` takes the record path for it, with one log line
+    (`announce`: the supervisor's; its streams ask again quietly)."""
+    if config.engine == "record":
+        return RecordCopier
+    why = None
+    if not config.keeps_partitions:  # ("batch" with hash is refused by the config model)
+        why = "--partitioning hash re-partitions records"
+    elif config.dr.provenance_header:
+        why = "the provenance header changes every record's headers"
+    elif config.schemas is not None:
+        # The batch path's rewrite of schema IDs (issue 23) is not there yet.
+        why = "schema mirroring rewrites or checks the schema ID of every record"
+    else:
+        try:
+            connection_args(config.consumer_conf(), "source", 1)
+            connection_args(config.producer_conf(), "target", 1)
+        except ConfigError as exc:
+            why = str(exc)
+    if why is not None:
+        if config.engine == "batch":
+            raise ConfigError(
+                f"--engine batch cannot copy this mirror: {why}. Use --engine auto (the "
+                "record path where batches cannot be copied) or --engine record"
+            )
+        if announce:
+            log.info("engine auto: the record path copies everything (%s)", why)
+        return RecordCopier
+    hybrid = TransactionalHybridCopier if config.exactly_once else HybridCopier
+    return functools.partial(hybrid, adaptive=config.engine == "auto")

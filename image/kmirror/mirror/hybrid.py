@@ -1,5 +1,5 @@
-"""The engine choice (`--engine`) and the hybrid copier: the batch path and the record path
-behind one `Copier` (kmirror.mirror.engine), per partition.
+"""The hybrid copier: the batch path and the record path behind one `Copier`
+(kmirror.mirror.contract), per partition. Which mirrors run it: kmirror.mirror.engine.
 
 Every assigned partition starts on the batch path (kmirror.mirror.batch): the group consumer
 keeps it paused, the batch copier fetches and produces it. A partition moves to the record path
@@ -36,9 +36,9 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.mirror.batch.producer import BatchSendError
-from kmirror.mirror.copier import RecordCopier
-from kmirror.mirror.engine import CopierContext
-from kmirror.mirror.progress import Key
+from kmirror.mirror.contract import CopierContext
+from kmirror.mirror.record_copier import RecordCopier
+from kmirror.partitions import SourcePartition
 
 log = logging.getLogger(__name__)
 
@@ -67,47 +67,49 @@ class Route:
 class Router:
     """Which path each partition takes, and when it moves (no broker: unit-tested)."""
 
-    routes: dict[Key, Route] = field(default_factory=dict)
-    batched: set[Key] = field(default_factory=set)  # the keys on the batch path (per step)
+    routes: dict[SourcePartition, Route] = field(default_factory=dict)
+    batched: set[SourcePartition] = field(
+        default_factory=set
+    )  # the keys on the batch path (per step)
     probe: bool = True  # record-path partitions try the batch path again after a backoff
 
-    def add(self, key: Key) -> None:
+    def add(self, key: SourcePartition) -> None:
         self.routes[key] = Route()
         self.batched.add(key)
 
-    def remove(self, key: Key) -> None:
+    def remove(self, key: SourcePartition) -> None:
         self.routes.pop(key, None)
         self.batched.discard(key)
 
-    def on_batch(self, key: Key) -> bool:
+    def on_batch(self, key: SourcePartition) -> bool:
         route = self.routes.get(key)
         return route is not None and route.batch
 
-    def paid_off(self, key: Key) -> None:
+    def paid_off(self, key: SourcePartition) -> None:
         """Its batches pay off on the batch path: a later move back starts the backoff afresh."""
         route = self.routes.get(key)
         if route is not None and route.batch:
             route.backoff = PROBE_BACKOFF_S
 
-    def to_record(self, key: Key, now: float) -> None:
+    def to_record(self, key: SourcePartition, now: float) -> None:
         route = self.routes.setdefault(key, Route())
         route.batch = False
         self.batched.discard(key)
         route.probe_at = now + route.backoff
         route.backoff = min(route.backoff * 2, MAX_PROBE_BACKOFF_S)
 
-    def to_batch(self, key: Key) -> None:
+    def to_batch(self, key: SourcePartition) -> None:
         route = self.routes.setdefault(key, Route())
         route.batch = True
         self.batched.add(key)
 
-    def due(self, now: float) -> list[Key]:
+    def due(self, now: float) -> list[SourcePartition]:
         """Record-path partitions whose next try of the batch path is due."""
         if not self.probe:
             return []
         return sorted(k for k, r in self.routes.items() if not r.batch and r.probe_at <= now)
 
-    def batch_keys(self) -> list[Key]:
+    def batch_keys(self) -> list[SourcePartition]:
         return sorted(self.batched)
 
 
@@ -122,8 +124,10 @@ class HybridCopier:
         self._batch = self._batch_copier(ctx)
         self.router = Router()
         self._wait_s = ctx.consume_timeout_s
-        self._pause: set[Key] = set()  # batch-path partitions the consumer must hold still
-        self._seek: dict[Key, int] = {}  # record-path partitions waiting for their seek
+        self._pause: set[SourcePartition] = (
+            set()
+        )  # batch-path partitions the consumer must hold still
+        self._seek: dict[SourcePartition, int] = {}  # record-path partitions waiting for their seek
         self._clean = False  # the last flush found nothing outstanding, nothing sent since
         self._record_busy_until = 0.0  # the record path copied something: short waits till then
         ctx.metrics.stats.elsewhere = self._batch_lag
@@ -139,13 +143,13 @@ class HybridCopier:
     def connect(self, deadline: float) -> None:
         self._record.connect(deadline)
 
-    def assign(self, starts: Mapping[Key, int]) -> None:
+    def assign(self, starts: Mapping[SourcePartition, int]) -> None:
         positions = {k: self._resolve(k, o) for k, o in starts.items()}
         for key in positions:
             self.router.add(key)
         self._to_batch(positions)
 
-    def revoke(self, keys: Iterable[Key]) -> None:
+    def revoke(self, keys: Iterable[SourcePartition]) -> None:
         keys = list(keys)
         self._revoke_batch(keys)
         self._record.revoke(keys)
@@ -194,7 +198,7 @@ class HybridCopier:
         self._clean = not remaining and not self._ctx.latch.failures and not self._seek
         return remaining
 
-    def rewind(self, positions: Mapping[Key, int]) -> None:
+    def rewind(self, positions: Mapping[SourcePartition, int]) -> None:
         on_batch = {k: o for k, o in positions.items() if self.router.on_batch(k)}
         on_record = {k: o for k, o in positions.items() if k not in on_batch}
         if on_record:
@@ -218,7 +222,7 @@ class HybridCopier:
             exc.target[0], exc.target[1], KafkaError(code, str(exc)), batch=True
         )
 
-    def _revoke_batch(self, keys: Iterable[Key]) -> None:
+    def _revoke_batch(self, keys: Iterable[SourcePartition]) -> None:
         keys = list(keys)
         try:
             self._batch.revoke(keys)
@@ -226,7 +230,7 @@ class HybridCopier:
             self._failed(exc)
             self._batch.revoke(keys)  # nothing is queued now: only forgets them
 
-    def _batch_lag(self) -> dict[Key, tuple[int, int]]:
+    def _batch_lag(self) -> dict[SourcePartition, tuple[int, int]]:
         """(source end, copied up to) of the batch-path partitions, for the lag metrics."""
         out = {}
         for key in self.router.batched:
@@ -237,7 +241,7 @@ class HybridCopier:
 
     # -- moving partitions ---------------------------------------------------------------------
 
-    def _to_batch(self, positions: Mapping[Key, int]) -> None:
+    def _to_batch(self, positions: Mapping[SourcePartition, int]) -> None:
         """The batch path copies these partitions from these source offsets."""
         if not positions:
             return
@@ -253,18 +257,18 @@ class HybridCopier:
             self._book[key].committed = offset  # assign() opened the book afresh
         self._pause.update(positions)
 
-    def _fall_back(self, key: Key, offset: int) -> None:
+    def _fall_back(self, key: SourcePartition, offset: int) -> None:
         """The batch path let this partition go at `offset`: the record path continues."""
         self.router.to_record(key, time.monotonic())
         self._to_record(key, offset)
 
-    def _to_record(self, key: Key, offset: int) -> None:
+    def _to_record(self, key: SourcePartition, offset: int) -> None:
         """The record path copies this partition from `offset` (the batch path let it go)."""
         self._pause.discard(key)
         self._seek[key] = offset
         self._hold()
 
-    def _restart_batch(self, positions: Mapping[Key, int]) -> None:
+    def _restart_batch(self, positions: Mapping[SourcePartition, int]) -> None:
         """Batch-path partitions start again at these offsets (a rewind, a move to the record
         path). Nothing is in flight; the book keeps its runs and committed offset."""
         books = {k: b for k in positions if (b := self._book.get(*k)) is not None}
@@ -311,7 +315,7 @@ class HybridCopier:
             assert self._record.only is not None
             self._record.only.add(key)  # only now: what it delivers is from `offset` on
 
-    def _resolve(self, key: Key, offset: int) -> int:
+    def _resolve(self, key: SourcePartition, offset: int) -> int:
         """A logical start (OFFSET_BEGINNING) as the real offset the batch path fetches."""
         if offset >= 0:
             return offset

@@ -7,7 +7,7 @@ on shutdown the copier is flushed, and only if every record sent so far was ackn
 the book's acknowledged source offsets committed. A commit can never run ahead of the target.
 Any send failure means: commit nothing more; abort (exit 1) or rewind and retry.
 --exactly-once: the copier writes transactions and the commit is theirs (engine.Transactional:
-mirror/eos.py on the record path, mirror/eos_hybrid.py on --engine batch|auto).
+mirror/exactly_once.py on the record path, mirror/exactly_once_hybrid.py on --engine batch|auto).
 
     Stream.run ── Subscription (group membership, topics, start offsets)
                ├─ Copier (RecordCopier: consume, produce, delivery reports)
@@ -23,19 +23,18 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import CommitError
+from kmirror.kafka import clients
+from kmirror.kafka.connect import CONNECT_TIMEOUT_S, await_metadata
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror import latch as rules
 from kmirror.mirror.bounded import run_bounded
 from kmirror.mirror.commit import Committer
-from kmirror.mirror.connect import CONNECT_TIMEOUT_S, await_metadata
-from kmirror.mirror.copier import RecordCopier
-from kmirror.mirror.engine import (
+from kmirror.mirror.contract import (
     DEFAULT_TUNING,
     Copier,
     CopierContext,
@@ -43,12 +42,14 @@ from kmirror.mirror.engine import (
     Transactional,
     Tuning,
 )
-from kmirror.mirror.eos import TransactionalCopier
+from kmirror.mirror.exactly_once import TransactionalCopier
 from kmirror.mirror.latch import FailureLatch
-from kmirror.mirror.progress import Key, ProgressBook
 from kmirror.mirror.progress_store import ProgressStore
+from kmirror.mirror.record_copier import RecordCopier
 from kmirror.mirror.subscription import Start, StreamState, Subscription
 from kmirror.mirror.topics import PartitionsOfflineError, TopicManager
+from kmirror.partitions import SourcePartition
+from kmirror.progress.book import ProgressBook
 
 log = logging.getLogger(__name__)
 
@@ -95,13 +96,10 @@ class Stream:
 
     def _build(self) -> tuple[Consumer, Subscription, Copier]:
         if self._consumer is None or self._subs is None or self._copier is None:
-            cconf: dict[str, Any] = {
-                **self._config.consumer_conf(),
-                "error_cb": self._on_client_error,
-                "stats_cb": self._metrics.stats.update,
-                "logger": logging.getLogger("kmirror.librdkafka"),
-            }
-            self._consumer = Consumer(cconf)
+            self._consumer = clients.consumer(
+                self._config,
+                {"error_cb": self._on_client_error, "stats_cb": self._metrics.stats.update},
+            )
             self._subs = Subscription(
                 self._config,
                 self._consumer,
@@ -339,7 +337,7 @@ class Stream:
 
     # -- the subscription's listener -----------------------------------------------------------
 
-    def assigned(self, starts: Mapping[Key, Start]) -> Mapping[Key, Start]:
+    def assigned(self, starts: Mapping[SourcePartition, Start]) -> Mapping[SourcePartition, Start]:
         if self._txn is not None:
             # Fence the previous owners first: their open transactions are aborted, so the
             # committed progress records read next are final.
@@ -363,10 +361,10 @@ class Stream:
         self._copier.assign({k: s.offset for k, s in starts.items()})
         return starts
 
-    def revoking(self, keys: list[Key]) -> None:
+    def revoking(self, keys: list[SourcePartition]) -> None:
         self._commit("revoke")
 
-    def dropped(self, keys: list[Key]) -> None:
+    def dropped(self, keys: list[SourcePartition]) -> None:
         for topic, partition in keys:
             self._book.close(topic, partition)
             self._committer.restart.pop((topic, partition), None)

@@ -20,8 +20,8 @@ from kmirror.config.model import MirrorConfig
 from kmirror.errors import ClusterError, KmirrorError, MirrorError
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.latch import FailureLatch
-from kmirror.mirror.progress import Key
 from kmirror.mirror.topics import PartitionsOfflineError, TopicManager
+from kmirror.partitions import SourcePartition
 
 log = logging.getLogger(__name__)
 
@@ -65,14 +65,14 @@ class Start:
 
 
 class AssignmentListener(Protocol):
-    def assigned(self, starts: Mapping[Key, Start]) -> Mapping[Key, Start]:
+    def assigned(self, starts: Mapping[SourcePartition, Start]) -> Mapping[SourcePartition, Start]:
         """New partitions, before the consumer fetches them; returns where they start (the
         listener may know better than the group: exactly-once). May raise KmirrorError."""
 
-    def revoking(self, keys: list[Key]) -> None:
+    def revoking(self, keys: list[SourcePartition]) -> None:
         """Partitions leave in good order (commit what was acknowledged)."""
 
-    def dropped(self, keys: list[Key]) -> None:
+    def dropped(self, keys: list[SourcePartition]) -> None:
         """Partitions are gone (after revoking, or lost: no commit allowed)."""
 
 
@@ -96,9 +96,9 @@ class Subscription:
         self._listener = listener
         self.state = state
         self._id = stream_id
-        self.assignment: set[Key] = set()
+        self.assignment: set[SourcePartition] = set()
         # Assigned and paused until their target partitions are online (see retry_waiting).
-        self.waiting: set[Key] = set()
+        self.waiting: set[SourcePartition] = set()
         self._waiting_since = 0.0
         self._next_wait_retry = 0.0
         self._wait_backoff = 1.0
@@ -299,7 +299,7 @@ class Subscription:
         self._metrics.rebalances.labels("lost").inc()
         self._drop([(tp.topic, tp.partition) for tp in partitions])
 
-    def _drop(self, keys: list[Key]) -> None:
+    def _drop(self, keys: list[SourcePartition]) -> None:
         self.assignment.difference_update(keys)
         self.waiting.difference_update(keys)
         self._listener.dropped(keys)
@@ -313,10 +313,10 @@ class Subscription:
 
     # -- start positions -----------------------------------------------------------------------
 
-    def _start_offsets(self, partitions: list[TopicPartition]) -> dict[Key, Start]:
+    def _start_offsets(self, partitions: list[TopicPartition]) -> dict[SourcePartition, Start]:
         committed = self._consumer.committed(partitions, timeout=OFFSETS_TIMEOUT_S)
         policy = self._config.auto_offset_reset
-        starts: dict[Key, Start] = {}
+        starts: dict[SourcePartition, Start] = {}
         for tp in committed:
             key = (tp.topic, tp.partition)
             if tp.offset >= 0:
@@ -340,7 +340,7 @@ class Subscription:
 
     # -- commits -------------------------------------------------------------------------------
 
-    def commit(self, offsets: Mapping[Key, int]) -> bool:
+    def commit(self, offsets: Mapping[SourcePartition, int]) -> bool:
         """Commit source offsets synchronously; False when the group moved on (rebalance)."""
         try:
             self._consumer.commit(

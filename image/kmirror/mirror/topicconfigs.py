@@ -20,7 +20,6 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
@@ -33,6 +32,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from kmirror.config.model import MirrorConfig
+from kmirror.kafka import clients
 
 log = logging.getLogger(__name__)
 
@@ -66,15 +66,11 @@ class ConfigSync:
             registry=registry,
         )
 
-    def _admin(self, side: str) -> AdminClient:
-        conf: dict[str, Any] = {
-            **self._config.admin_conf("source" if side == "source" else "target"),
-            "logger": logging.getLogger("kmirror.librdkafka"),
-        }
+    def _admin(self, side: clients.Side) -> AdminClient:
         if side == "source":
-            self._source = self._source or AdminClient(conf)
+            self._source = self._source or clients.admin(self._config, side)
             return self._source
-        self._target = self._target or AdminClient(conf)
+        self._target = self._target or clients.admin(self._config, side)
         return self._target
 
     # -- one pass ------------------------------------------------------------------------------
@@ -130,7 +126,9 @@ class ConfigSync:
         if fixes:
             self._alter(fixes)
 
-    def _describe(self, side: str, topics: list[str], overrides_only: bool) -> dict[str, Configs]:
+    def _describe(
+        self, side: clients.Side, topics: list[str], overrides_only: bool
+    ) -> dict[str, Configs]:
         resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
         out: dict[str, Configs] = {}
         futures = self._admin(side).describe_configs(resources, request_timeout=ADMIN_TIMEOUT_S)

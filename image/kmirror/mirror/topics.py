@@ -21,6 +21,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import ClusterError, TopicError
+from kmirror.kafka import clients
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +48,13 @@ class TopicManager:
     @property
     def source(self) -> AdminClient:
         if self._source is None:
-            self._source = AdminClient(dict[str, Any](self._config.admin_conf("source")))
+            self._source = clients.admin(self._config, "source")
         return self._source
 
     @property
     def target(self) -> AdminClient:
         if self._target is None:
-            self._target = AdminClient(dict[str, Any](self._config.admin_conf("target")))
+            self._target = clients.admin(self._config, "target")
         return self._target
 
     def target_partitions(self, topics: Iterable[str]) -> dict[str, int]:

@@ -7,7 +7,6 @@ go through confluent-kafka's schema registry client (registry.py). docs/schemas.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -29,10 +28,6 @@ def translator_for(
     settings = config.schemas
     if settings is None:
         return None
-    reader: dict[str, Any] = {
-        **config.target_reader_conf(),
-        "group.id": f"{config.group_id}.schema-ids",
-    }
-    store = IdStore(id_topic(config), config.producer_conf(), reader, ensure_topic)
+    store = IdStore(config, id_topic(config), ensure_topic)
     sync = RegistrySync(settings, config.target_topic)
     return SchemaTranslator(settings, sync, store, SchemaMetrics(registry))

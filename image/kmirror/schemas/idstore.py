@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import KafkaError, Message, Producer
 
+from kmirror.config.model import MirrorConfig
 from kmirror.errors import ClusterError
+from kmirror.kafka import clients
+from kmirror.kafka.topicreader import TopicReader
 
 log = logging.getLogger(__name__)
 
@@ -39,15 +40,10 @@ def decode(key: bytes | None, value: bytes | None) -> tuple[int, int] | None:
 
 class IdStore:
     def __init__(
-        self,
-        topic: str,
-        producer_conf: Mapping[str, Any],
-        reader_conf: Mapping[str, Any],
-        ensure_topic: Callable[[str], None],
+        self, config: MirrorConfig, topic: str, ensure_topic: Callable[[str], None]
     ) -> None:
         self.topic = topic
-        self._producer_conf = dict(producer_conf)
-        self._reader_conf = dict(reader_conf)
+        self._config = config
         self._ensure_topic = ensure_topic
         self._producer: Producer | None = None
         self._failures: list[KafkaError] = []
@@ -55,34 +51,15 @@ class IdStore:
     def load(self) -> dict[int, int]:
         """Every pair in the topic (created when missing), read to its end."""
         self._ensure_topic(self.topic)
-        conf = {**self._reader_conf, "logger": logging.getLogger("kmirror.librdkafka")}
-        reader = Consumer(conf)
-        tp = TopicPartition(self.topic, 0)
+        reader = TopicReader(
+            self._config, "target", self.topic, f"{self._config.group_id}.schema-ids"
+        )
         pairs: dict[int, int] = {}
         try:
-            low, high = reader.get_watermark_offsets(tp, timeout=LOAD_TIMEOUT_S, cached=False)
-            position = low
-            reader.assign([TopicPartition(self.topic, 0, low)])
-            deadline = time.monotonic() + LOAD_TIMEOUT_S
-            while position < high:
-                if time.monotonic() > deadline:
-                    raise ClusterError(
-                        f"could not read the schema ID topic '{self.topic}' to its end within "
-                        f"{LOAD_TIMEOUT_S:.0f}s (offset {position} of {high}): check the target"
-                    )
-                for m in reader.consume(1000, 0.5):
-                    if m.error() is None:
-                        pair = decode(m.key(), m.value())
-                        if pair is not None:
-                            pairs[pair[0]] = pair[1]
-                        position = max(position, int(m.offset() or 0) + 1)
-                position = max(position, reader.position([tp])[0].offset)
-        except ClusterError:
-            raise
-        except Exception as exc:
-            raise ClusterError(
-                f"could not read the schema ID topic '{self.topic}' on the target: {exc}"
-            ) from exc
+            for key, value in reader.read(LOAD_TIMEOUT_S) or []:
+                pair = decode(key, value)
+                if pair is not None:
+                    pairs[pair[0]] = pair[1]
         finally:
             reader.close()
         log.info("schema ID map: %d pair(s) read from %s", len(pairs), self.topic)
@@ -107,15 +84,15 @@ class IdStore:
 
     def _writer(self) -> Producer:
         if self._producer is None:
-            conf = {
-                **self._producer_conf,
-                "linger.ms": "0",
-                "on_delivery": self._on_delivery,
-                "logger": logging.getLogger("kmirror.librdkafka"),
-            }
-            for key in ("statistics.interval.ms", "partitioner", "transactional.id"):
-                conf.pop(key, None)
-            self._producer = Producer(conf)
+            self._producer = clients.producer(
+                self._config,
+                {
+                    "linger.ms": "0",
+                    "on_delivery": self._on_delivery,
+                    "partitioner": None,
+                    "transactional.id": None,
+                },
+            )
         return self._producer
 
     def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:

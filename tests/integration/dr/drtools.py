@@ -10,7 +10,8 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kmirror.mirror.progress import PartitionBook, encode_record
+from kmirror.progress.book import PartitionBook
+from kmirror.progress.codec import encode_record
 from tests.kafkatools import LOG, Clusters, create_topic, list_topics
 from tests.mirrorproc import REPO_ROOT
 
@@ -102,7 +103,7 @@ def consume_rest(bootstrap: str, topic: str, group: str) -> list[bytes]:
 
 
 def write_progress(bootstrap: str, group_id: str, books: Mapping[Key, PartitionBook]) -> None:
-    """Progress records as the mirror persists them (kmirror/mirror/progress.py)."""
+    """Progress records as the mirror persists them (kmirror/progress/codec.py)."""
     topic = f"kmirror-progress.{group_id}.internal"
     if topic not in list_topics(bootstrap):
         create_topic(bootstrap, topic, 1, {"cleanup.policy": "compact"})

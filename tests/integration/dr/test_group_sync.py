@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from kmirror.mirror.progress import PartitionBook, Run
+from kmirror.progress.book import PartitionBook, Run
 from tests.integration.dr.drtools import commit_group, mm2_config, write_progress
 from tests.kafkatools import LOG, Clusters, produce, wait_until
 from tests.mirrorproc import MirrorProcess

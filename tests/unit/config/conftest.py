@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kmirror.cli.flags import add_config_arguments
+from kmirror.cli.flags import add_config_arguments, options_from
 from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig
 
@@ -46,7 +46,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def load(argv: list[str], env: Mapping[str, str] | None = None) -> MirrorConfig:
-    return load_config(parse(argv), dict(env or {}))
+    return load_config(options_from(parse(argv)), dict(env or {}))
 
 
 def seed(name: str) -> str:

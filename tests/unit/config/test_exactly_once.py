@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from kmirror.config import txn
 from kmirror.entrypoint.render import build_plan, plan_config
 from kmirror.errors import ConfigError
+from kmirror.kafka import clients
 from tests.unit.config.conftest import load
 
 pytestmark = pytest.mark.unit
@@ -73,18 +73,18 @@ def test_entrypoint_turns_it_on() -> None:
 
 def test_one_transactional_id_per_source_partition(mm1: list[str]) -> None:
     c = load([*mm1, "--exactly-once", "--offset.commit.interval.ms", "5000"])
-    conf = txn.producer_conf(c, "orders", 3)
+    conf = c.transactional_producer_conf("orders", 3)
     assert conf["transactional.id"] == "kmirror-g-orders-3"
     # Open for one commit interval, plus a minute for the commit itself; idempotence kept.
     assert (conf["transaction.timeout.ms"], conf["enable.idempotence"]) == ("65000", "true")
     assert c.consumer_conf()["isolation.level"] == "read_committed"
-    assert c.target_reader_conf()["isolation.level"] == "read_committed"
+    assert clients.reader_conf(c, "target", "g")["isolation.level"] == "read_committed"
 
 
 def test_commit_interval_must_fit_in_a_transaction(mm1: list[str], write: Write) -> None:
     # The default timeout follows the interval up to the broker's default maximum.
     c = load([*mm1, "--exactly-once", "--offset.commit.interval.ms", "600000"])
-    assert txn.timeout_ms(c) == 660000
+    assert c.transaction_timeout_ms() == 660000
     with pytest.raises(ConfigError, match=r"offset.commit.interval.ms \(900000\) must be below"):
         load([*mm1, "--exactly-once", "--offset.commit.interval.ms", "900000"])
     producer = write("p2.properties", "bootstrap.servers=t:1\ntransaction.timeout.ms=10000\n")

@@ -83,7 +83,7 @@ def test_mm2_keys_per_cluster_and_flow(write: Write) -> None:
 def test_bad_settings_are_clear_errors(extra: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message) as caught:
         config = load([*KUDO, *extra])
-        from kmirror.mirror.engines import engine_for
+        from kmirror.mirror.engine import engine_for
 
         engine_for(config)
     assert "pw" not in str(caught.value).replace("password", "")

@@ -46,13 +46,3 @@ def test_round_trip_unicode_and_large_offsets() -> None:
 def test_foreign_bytes_are_a_clear_error(key: bytes, value: bytes, why: str) -> None:
     with pytest.raises(MirrorError, match=f"unreadable MM2 checkpoint.*{why}"):
         Checkpoint.decode(key, value)
-
-
-def test_provenance_header_stamps_keeps_origin_and_skips_loops() -> None:
-    from kmirror.dr.provenance import HEADER, stamp
-
-    assert stamp(None, b"A", b"B") == [(HEADER, b"A")]
-    assert stamp([("h", b"1")], b"A", b"B") == [("h", b"1"), (HEADER, b"A")]
-    hopped = [("h", None), (HEADER, b"C")]
-    assert stamp(hopped, b"A", b"B") == hopped  # the first origin survives every hop
-    assert stamp([(HEADER, b"B")], b"A", b"B") is None  # came from the target: not copied

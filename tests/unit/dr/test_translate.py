@@ -6,7 +6,7 @@ import pytest
 
 from kmirror.dr.formats import Checkpoint
 from kmirror.dr.translate import checkpoints_for, latest_checkpoints, marker, sync_plan
-from kmirror.mirror.progress import PartitionBook, Run
+from kmirror.progress.book import PartitionBook, Run
 
 pytestmark = pytest.mark.unit
 

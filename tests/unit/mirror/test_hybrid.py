@@ -8,10 +8,10 @@ import pytest
 
 from kmirror.config.model import ClusterConfig, DrConfig, MirrorConfig
 from kmirror.errors import ConfigError
-from kmirror.mirror.copier import RecordCopier
-from kmirror.mirror.engines import engine_for
-from kmirror.mirror.eos_hybrid import TransactionalHybridCopier
+from kmirror.mirror.engine import engine_for
+from kmirror.mirror.exactly_once_hybrid import TransactionalHybridCopier
 from kmirror.mirror.hybrid import PROBE_BACKOFF_S, HybridCopier, Router
+from kmirror.mirror.record_copier import RecordCopier
 
 pytestmark = pytest.mark.unit
 

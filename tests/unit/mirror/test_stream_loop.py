@@ -18,12 +18,12 @@ from prometheus_client import CollectorRegistry
 from kmirror.config.model import ClusterConfig, MirrorConfig
 from kmirror.errors import ClusterError, CommitError
 from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.engine import CopierContext
+from kmirror.mirror.contract import CopierContext
 from kmirror.mirror.latch import FailureLatch
-from kmirror.mirror.progress import PartitionBook
 from kmirror.mirror.stream import Stream, Tuning
 from kmirror.mirror.subscription import Start, StreamState, Subscription
 from kmirror.mirror.topics import PartitionsOfflineError
+from kmirror.progress.book import PartitionBook
 
 pytestmark = pytest.mark.unit
 

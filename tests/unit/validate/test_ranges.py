@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kmirror.errors import ConfigError
-from kmirror.mirror.progress import PartitionBook, Run
+from kmirror.progress.book import PartitionBook, Run
 from kmirror_validate import ranges
 
 pytestmark = pytest.mark.unit

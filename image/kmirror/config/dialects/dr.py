@@ -35,11 +35,11 @@ _KEYS: tuple[tuple[str, str, str, str, str], ...] = (
      "--provenance-header", "KMIRROR_PROVENANCE_HEADER"),
 )  # fmt: skip
 DR_SETTINGS: frozenset[str] = frozenset(k for k, *_ in _KEYS) | {"groups.blacklist"}
-# For the loader's flags: (flag, dest, help) and the environment table.
-FLAGS: tuple[tuple[str, str, str], ...] = tuple(
-    (flag, field, f"disaster recovery: MM2's {key} (off unless given in MM1/KUDO mode)")
+# For the options (kmirror.config.dialects.options): field -> (flag, help).
+FLAG_HELP: Mapping[str, tuple[str, str]] = {
+    field: (flag, f"disaster recovery: MM2's {key} (off unless given in MM1/KUDO mode)")
     for key, field, _, flag, _ in _KEYS
-)
+}
 ENV_NAMES: Mapping[str, str] = {field: var for _, field, _, _, var in _KEYS}
 
 
@@ -62,16 +62,18 @@ def dr_from_mm2(setting: Callable[[str], str | None]) -> DrConfig:
     return DrConfig(**values)
 
 
-def dr_from_flags(args: Mapping[str, Any], environ: Mapping[str, str], base: DrConfig) -> DrConfig:
-    """Flags win over KMIRROR_* variables, which win over the dialect's values (`base`)."""
+def dr_from_flags(given: Mapping[str, Any], environ: Mapping[str, str], base: DrConfig) -> DrConfig:
+    """Flags (by field, converted but for the group patterns' text: Options.given()) win over
+    KMIRROR_* variables, which win over the dialect's values (`base`)."""
     values: dict[str, Any] = {}
     for _, field, _, flag, var in _KEYS:
-        raw = args.get(field)
-        name = flag
-        if not (isinstance(raw, str) and raw.strip()):
-            raw, name = environ.get(var, "").strip() or None, var
-        if raw is not None:
-            values[field] = _convert(field, raw, name)
+        value = given.get(field)
+        if isinstance(value, str):
+            value = _convert(field, value, flag)
+        elif value is None and environ.get(var, "").strip():
+            value = _convert(field, environ[var].strip(), var)
+        if value is not None:
+            values[field] = value
     return DrConfig(**{**_fields(base), **values}) if values else base
 
 

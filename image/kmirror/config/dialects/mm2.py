@@ -40,7 +40,8 @@ from kmirror.config.dialects.dr import DR_SETTINGS, dr_from_mm2
 from kmirror.config.dialects.properties import load_properties
 from kmirror.config.dialects.providers import resolve_placeholders
 from kmirror.config.dialects.schemas import MM2_FLOW_SETTINGS, is_mm2_cluster_key, schemas_from_mm2
-from kmirror.config.javaclient.translate import StartPolicy, translate
+from kmirror.config.javaclient.javakeys import StartPolicy
+from kmirror.config.javaclient.translate import translate
 from kmirror.config.model import (
     DEFAULT_CONFIG_EXCLUDES,
     DEFAULT_ENGINE,

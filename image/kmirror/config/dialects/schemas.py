@@ -38,12 +38,12 @@ _VALUES: tuple[tuple[str, str | None, str, bool], ...] = (
     ("sync_interval_s", "--schema-sync-interval-s", "KMIRROR_SCHEMA_SYNC_INTERVAL_S", False),
     ("unknown_id", "--schema-unknown-id", "KMIRROR_SCHEMA_UNKNOWN_ID", False),
 )  # fmt: skip
-# For kmirror.cli.flags: (flag, dest, help).
-FLAGS: tuple[tuple[str, str, str], ...] = tuple(
-    (flag, f"schema_{name}", f"schema mirroring: {envvars.BY_NAME[var].description}")
+# For kmirror.config.dialects.options: option name -> (flag, help).
+FLAG_HELP: dict[str, tuple[str, str]] = {
+    f"schema_{name}": (flag, f"schema mirroring: {envvars.BY_NAME[var].description}")
     for name, flag, var, _ in _VALUES
     if flag is not None
-)
+}
 # mm2.properties: per-cluster keys after `<alias>.schema.registry.`, and per-flow keys.
 _MM2_CLUSTER = {
     "url": "url",

@@ -21,10 +21,11 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import KafkaException
 
 from kmirror.config.secret import MASK, is_secret_key
 from kmirror.errors import ConfigError
+from kmirror.kafka import clients
 
 Scope = Literal["consumer", "producer", "any"]
 
@@ -62,7 +63,7 @@ def is_security_key(key: str) -> bool:
 def _conf_set(key: str, value: str) -> str | None:
     """Error message of rd_kafka_conf_set(key, value), or None when it was accepted."""
     try:
-        Producer({key: value, _SENTINEL: "x"})
+        clients.probe_producer({key: value, _SENTINEL: "x"})
     except KafkaException as exc:
         message = str(exc.args[0].str()) if exc.args else str(exc)
         return None if _SENTINEL in message else message
@@ -156,11 +157,11 @@ def _probe_roles(conf: Mapping[str, str]) -> dict[str, Scope]:
     collector = _Collector()
     logger = logging.Logger("kmirror.librdkafka-probe", logging.DEBUG)
     logger.addHandler(collector)
-    producer = Producer({**conf, "logger": logger})
+    producer = clients.probe_producer({**conf, "logger": logger})
     producer.poll(0)  # delivers the queued log lines to the logger
     del producer
     consumer_conf = {"group.id": "kmirror-scope-probe", **conf, "logger": logger}
-    consumer = Consumer(consumer_conf)
+    consumer = clients.probe_consumer(consumer_conf)
     consumer.poll(0)
     consumer.close()
     del consumer

@@ -16,100 +16,13 @@ from typing import Literal
 from kmirror.config import oauth
 from kmirror.config.clients import CONSUMER_FORCED, PRODUCER_FORCED
 from kmirror.config.javaclient import librdkafka
+from kmirror.config.javaclient.javakeys import ASSIGNORS, JAVA_ONLY, RENAMES, START, StartPolicy
 from kmirror.config.javaclient.javasec import translate_security
 from kmirror.config.model import ConfValue
 from kmirror.config.secret import seal
 from kmirror.errors import ConfigError
 
 TranslateRole = Literal["consumer", "producer", "admin", "common"]
-StartPolicy = Literal["earliest", "latest", "none"]
-
-
-def _kbytes(value: str) -> str:
-    return str(max(1, -(-int(value) // 1024)))  # Java bytes -> librdkafka KiB, rounded up
-
-
-def _os_default(value: str) -> str:
-    return "0" if value.strip() == "-1" else value  # Java -1 = OS default; librdkafka uses 0
-
-
-RENAMES: Mapping[str, tuple[str, Callable[[str], str] | None]] = {
-    "max.request.size": ("message.max.bytes", None),
-    "buffer.memory": ("queue.buffering.max.kbytes", _kbytes),
-    "delivery.timeout.ms": ("message.timeout.ms", None),
-    "fetch.max.wait.ms": ("fetch.wait.max.ms", None),
-    "receive.buffer.bytes": ("socket.receive.buffer.bytes", _os_default),
-    "send.buffer.bytes": ("socket.send.buffer.bytes", _os_default),
-}
-
-_BYTES = "kmirror copies keys, values and headers as raw bytes"
-_METRICS = "kmirror exports its own Prometheus metrics"
-_TLS = "librdkafka uses OpenSSL, which negotiates TLS 1.2 or newer"
-_LOGIN = "librdkafka refreshes SASL credentials itself"
-_PARTITIONER = "records keep their source partition (--partitioning same) or are placed by the "
-_PARTITIONER += "Java default murmur2 hash (--partitioning hash)"
-# Java-only keys with nothing to translate to: accepted, each with a note saying why.
-JAVA_ONLY: Mapping[str, str] = {
-    "key.serializer": _BYTES,
-    "value.serializer": _BYTES,
-    "key.deserializer": _BYTES,
-    "value.deserializer": _BYTES,
-    "exclude.internal.topics": "internal topics are never mirrored (built-in topic excludes)",
-    "max.poll.records": "librdkafka fetches by size (fetch.max.bytes)",
-    "default.api.timeout.ms": "kmirror passes explicit timeouts to every call",
-    "max.block.ms": "kmirror waits for queue space itself",
-    "ssl.protocol": _TLS,
-    "ssl.enabled.protocols": _TLS,
-    "ssl.keymanager.algorithm": _TLS,
-    "ssl.trustmanager.algorithm": _TLS,
-    "ssl.secure.random.implementation": _TLS,
-    "client.dns.lookup": "librdkafka tries every address a host name resolves to",
-    "metric.reporters": _METRICS,
-    "metrics.num.samples": _METRICS,
-    "metrics.recording.level": _METRICS,
-    "metrics.sample.window.ms": _METRICS,
-    "auto.include.jmx.reporter": _METRICS,
-    "partitioner.class": _PARTITIONER,
-    "partitioner.ignore.keys": _PARTITIONER,
-    "partitioner.adaptive.partitioning.enable": _PARTITIONER,
-    "partitioner.availability.timeout.ms": _PARTITIONER,
-    "sasl.login.refresh.window.factor": _LOGIN,
-    "sasl.login.refresh.window.jitter": _LOGIN,
-    "sasl.login.refresh.min.period.seconds": _LOGIN,
-    "sasl.login.refresh.buffer.seconds": _LOGIN,
-    "sasl.login.connect.timeout.ms": _LOGIN,
-    "sasl.login.read.timeout.ms": _LOGIN,
-    "sasl.login.retry.backoff.ms": _LOGIN,
-    "sasl.login.retry.backoff.max.ms": _LOGIN,
-    "sasl.kerberos.ticket.renew.window.factor": _LOGIN,
-    "sasl.kerberos.ticket.renew.jitter": _LOGIN,
-    "compression.gzip.level": "use compression.level",
-    "compression.lz4.level": "use compression.level",
-    "compression.zstd.level": "use compression.level",
-    "internal.leave.group.on.close": "librdkafka always leaves the group on close",
-    "metadata.max.idle.ms": "librdkafka refreshes metadata per topic.metadata.refresh.interval.ms",
-    "socket.connection.setup.timeout.max.ms": "see socket.connection.setup.timeout.ms",
-}
-
-_ASSIGNORS = {
-    "RangeAssignor": "range",
-    "RoundRobinAssignor": "roundrobin",
-    "CooperativeStickyAssignor": "cooperative-sticky",
-    "StickyAssignor": "cooperative-sticky",
-    "range": "range",
-    "roundrobin": "roundrobin",
-    "cooperative-sticky": "cooperative-sticky",
-}
-_START: Mapping[str, StartPolicy] = {
-    "earliest": "earliest",
-    "smallest": "earliest",
-    "beginning": "earliest",
-    "latest": "latest",
-    "largest": "latest",
-    "end": "latest",
-    "none": "none",
-    "error": "none",
-}
 
 
 @dataclass
@@ -137,49 +50,14 @@ def translate(
     ("consumer config consumer.properties"). With `security_to_common`, security keys go to
     `common` (MirrorMaker 1: the admin clients need the consumer's/producer's credentials)."""
     out = Translation()
-    word = "client" if role == "common" else role
     sec = translate_security(props)
     if sec.errors:
         raise ConfigError(f"{where}: " + "; ".join(sec.errors))
     out.notes += [f"{where}: {n}" for n in sec.notes]
     conf: dict[str, str] = dict(sec.conf)
     for key, value in props.items():
-        if key in sec.consumed:
-            continue
-        if key in ("bootstrap.servers", "metadata.broker.list"):  # the latter: librdkafka's
-            out.bootstrap_servers = value.strip()
-        elif key == "group.id":
-            out.group_id = value.strip()
-        elif key in RENAMES:
-            new_key, convert = RENAMES[key]
-            conf[new_key] = _convert(convert, key, value, where)
-        elif key == "auto.offset.reset":
-            policy = _START.get(value.strip().lower())
-            if policy is None:
-                raise ConfigError(
-                    f"{where}: auto.offset.reset={value!r} must be earliest, latest or none"
-                )
-            if role in ("consumer", "common"):
-                out.start_policy = policy
-            else:
-                out.notes.append(
-                    f"{where}: consumer property 'auto.offset.reset' in a {word} config ignored"
-                )
-        elif key == "partition.assignment.strategy":
-            conf[key] = _assignors(value, where, out.notes)
-        elif key == "ssl.endpoint.identification.algorithm":
-            conf[key] = value.strip().lower() or "none"  # Java's "" = do not verify host names
-        elif key == "transactional.id":
-            out.notes.append(
-                f"{where}: transactional.id ignored: kmirror's producer is "
-                "idempotent and does not use transactions"
-            )
-        elif librdkafka.is_known(key) or oauth.is_provider_key(key):
-            conf[key] = value
-        elif key in JAVA_ONLY:
-            out.notes.append(f"{where}: Java property '{key}' has no effect here: {JAVA_ONLY[key]}")
-        else:
-            out.notes.append(f"{where}: unknown {word} property '{key}' ignored{_hint(key)}")
+        if key not in sec.consumed:
+            _translate_key(key, value, role, where, conf, out)
     for key, value in conf.items():
         librdkafka.check_value(key, value, where)
     _route(conf, role, where, out, security_to_common)
@@ -187,6 +65,49 @@ def translate(
         _enforce(target, where, out.notes)
         target.update(seal({k: v for k, v in target.items() if isinstance(v, str)}))
     return out
+
+
+def _translate_key(
+    key: str, value: str, role: TranslateRole, where: str, conf: dict[str, str], out: Translation
+) -> None:
+    """One Java property: into `conf` (librdkafka's name and value), `out`, or a note."""
+    word = "client" if role == "common" else role
+    if key in ("bootstrap.servers", "metadata.broker.list"):  # the latter: librdkafka's
+        out.bootstrap_servers = value.strip()
+    elif key == "group.id":
+        out.group_id = value.strip()
+    elif key in RENAMES:
+        new_key, convert = RENAMES[key]
+        conf[new_key] = _convert(convert, key, value, where)
+    elif key == "auto.offset.reset":
+        _start_policy(value, role, where, out)
+    elif key == "partition.assignment.strategy":
+        conf[key] = _assignors(value, where, out.notes)
+    elif key == "ssl.endpoint.identification.algorithm":
+        conf[key] = value.strip().lower() or "none"  # Java's "" = do not verify host names
+    elif key == "transactional.id":
+        out.notes.append(
+            f"{where}: transactional.id ignored: kmirror's producers are idempotent, and under "
+            "--exactly-once each source partition has a transactional id of kmirror's own"
+        )
+    elif librdkafka.is_known(key) or oauth.is_provider_key(key):
+        conf[key] = value
+    elif key in JAVA_ONLY:
+        out.notes.append(f"{where}: Java property '{key}' has no effect here: {JAVA_ONLY[key]}")
+    else:
+        out.notes.append(f"{where}: unknown {word} property '{key}' ignored{_hint(key)}")
+
+
+def _start_policy(value: str, role: TranslateRole, where: str, out: Translation) -> None:
+    policy = START.get(value.strip().lower())
+    if policy is None:
+        raise ConfigError(f"{where}: auto.offset.reset={value!r} must be earliest, latest or none")
+    if role in ("consumer", "common"):
+        out.start_policy = policy
+    else:  # a producer or admin config ("common" takes the consumer's)
+        out.notes.append(
+            f"{where}: consumer property 'auto.offset.reset' in a {role} config ignored"
+        )
 
 
 def _convert(convert: Callable[[str], str] | None, key: str, value: str, where: str) -> str:
@@ -202,7 +123,7 @@ def _assignors(value: str, where: str, notes: list[str]) -> str:
         short = item.rsplit(".", 1)[-1]
         if not item:
             continue
-        if short not in _ASSIGNORS:
+        if short not in ASSIGNORS:
             notes.append(
                 f"{where}: partition assignor '{item}' is not available in librdkafka; ignored"
             )
@@ -212,7 +133,7 @@ def _assignors(value: str, where: str, notes: list[str]) -> str:
                 f"{where}: StickyAssignor mapped to cooperative-sticky (librdkafka has "
                 "no eager sticky assignor)"
             )
-        names.append(_ASSIGNORS[short])
+        names.append(ASSIGNORS[short])
     names = list(dict.fromkeys(names))
     if not names:
         raise ConfigError(

@@ -31,15 +31,16 @@ import kafka.errors as kerrors
 
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import ConfigError, MirrorError
+from kmirror.kafka import clients
+from kmirror.kafka.connect import CONNECT_TIMEOUT_S
+from kmirror.kafka.wire import selector
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.batch.fetcher import Fetched, Fetcher
 from kmirror.mirror.batch.producer import Pending, ProducerSession
 from kmirror.mirror.batch.records import Batch
-from kmirror.mirror.batch.settings import connection_args
 from kmirror.mirror.batch.sizes import BatchSizes
-from kmirror.mirror.batch.wire import Link, selector
-from kmirror.mirror.connect import CONNECT_TIMEOUT_S
-from kmirror.mirror.progress import Key, ProgressBook
+from kmirror.partitions import SourcePartition, TargetPartition
+from kmirror.progress.book import ProgressBook
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +93,8 @@ class BatchCopier:
         partition_max = int(cconf.get("max.partition.fetch.bytes", str(1024 * 1024)))
         response_max = fetch_max_bytes + partition_max + 1024 * 1024
         self._net = selector()
-        self._source = Link(self._net, "source", connection_args(cconf, "source", response_max))
-        self._target = Link(self._net, "target", connection_args(pconf, "target", response_max))
+        self._source = clients.link(self._net, config, "source", response_max)
+        self._target = clients.link(self._net, config, "target", response_max)
         self._fetcher = Fetcher(
             self._source,
             config.group_id,
@@ -101,7 +102,8 @@ class BatchCopier:
             max_bytes=fetch_max_bytes,
             partition_max_bytes=partition_max,
         )
-        # Kept for more sessions of the same shape (exactly-once: one per partition, txn.py).
+        # Kept for more sessions of the same shape (exactly-once: one per partition,
+        # transactions.py).
         self._session_args: dict[str, Any] = {
             "max_in_flight": max_in_flight,
             "request_timeout_ms": int(pconf.get("request.timeout.ms", "30000")),
@@ -110,9 +112,9 @@ class BatchCopier:
         }
         self._session = ProducerSession(self._target, **self._session_args)
         self._max_queue = max_in_flight * 2
-        self._targets: dict[Key, Key] = {}
-        self._stopping: dict[Key, Fallback] = {}
-        self._fallbacks: dict[Key, Fallback] = {}
+        self._targets: dict[SourcePartition, TargetPartition] = {}
+        self._stopping: dict[SourcePartition, Fallback] = {}
+        self._fallbacks: dict[SourcePartition, Fallback] = {}
         # leave_small (--engine auto): a partition whose source batches stay small stops here
         # like a fallback, and the record path copies on (kmirror.mirror.batch.sizes).
         self.sizes = BatchSizes(judge=leave_small)
@@ -120,7 +122,7 @@ class BatchCopier:
 
     # -- partitions -----------------------------------------------------------------------------
 
-    def assign(self, partitions: Mapping[Key, tuple[str, int]]) -> None:
+    def assign(self, partitions: Mapping[SourcePartition, tuple[str, int]]) -> None:
         """(source topic, partition) -> (target topic, start source offset). Opens each in the
         book; the target partition is the source's."""
         for key, (target_topic, start) in partitions.items():
@@ -131,7 +133,7 @@ class BatchCopier:
             self._fetcher.add(key, start)
             self._target.want({target_topic})
 
-    def revoke(self, keys: Iterable[Key]) -> None:
+    def revoke(self, keys: Iterable[SourcePartition]) -> None:
         """Stop copying these partitions: fetch no more, wait (bounded) for what is in flight,
         forget the rest and close their book entries. Commit before calling this."""
         keys = [k for k in keys if k in self._targets]
@@ -150,11 +152,11 @@ class BatchCopier:
             self.sizes.forget(key)
             self._book.close(*key)
 
-    def high_watermark(self, key: Key) -> int | None:
+    def high_watermark(self, key: SourcePartition) -> int | None:
         """The source partition's end offset as the last fetch saw it (lag metrics)."""
         return self._fetcher.high_watermark(key)
 
-    def take_fallbacks(self) -> dict[Key, Fallback]:
+    def take_fallbacks(self) -> dict[SourcePartition, Fallback]:
         """Partitions the batch path stopped (see the module doc), each at the source offset
         where the record path must continue. Everything before it is acknowledged and in the
         book; the copier has forgotten the partition (its book entry stays open)."""
@@ -220,7 +222,7 @@ class BatchCopier:
         self._session.send()
         return acked
 
-    def _room(self, key: Key) -> bool:
+    def _room(self, key: SourcePartition) -> bool:
         return key not in self._stopping and self._session.queued(self._targets[key]) < (
             self._max_queue
         )
@@ -256,7 +258,7 @@ class BatchCopier:
                     book.skip(batch.next_offset)
             cursor = batch.next_offset
 
-    def _stop(self, key: Key, fallback: Fallback) -> None:
+    def _stop(self, key: SourcePartition, fallback: Fallback) -> None:
         log.info(
             "batch path stops %s[%d] at offset %d (%s): the record path continues",
             key[0],

@@ -17,10 +17,10 @@ from kafka.future import Future
 from kafka.protocol.consumer.fetch import FetchRequest
 
 from kmirror.errors import ClusterError, SourceTrimmedError
+from kmirror.kafka.wire import Link
 from kmirror.mirror.batch.readcommitted import committed
 from kmirror.mirror.batch.records import Batch, split
-from kmirror.mirror.batch.wire import Link
-from kmirror.mirror.progress import Key
+from kmirror.partitions import SourcePartition
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class Fetched:
     """Complete batches of one partition, in order, each with whether it is to be copied
     (read_committed: control batches and aborted transactions are not)."""
 
-    key: Key
+    key: SourcePartition
     start: int  # the position fetched from: the first batch may begin before it
     batches: list[tuple[Batch, bool]] = field(default_factory=list)
 
@@ -68,36 +68,36 @@ class Fetcher:
         self._max_wait_ms = max_wait_ms
         self._max_bytes = max_bytes
         self._partition_max_bytes = partition_max_bytes
-        self._positions: dict[Key, Position] = {}
-        self._in_flight: dict[int, tuple[Future, dict[Key, int]]] = {}
+        self._positions: dict[SourcePartition, Position] = {}
+        self._in_flight: dict[int, tuple[Future, dict[SourcePartition, int]]] = {}
         self._generation = 0
 
     # -- positions ------------------------------------------------------------------------------
 
-    def add(self, key: Key, offset: int) -> None:
+    def add(self, key: SourcePartition, offset: int) -> None:
         self._generation += 1
         self._positions[key] = Position(offset, self._partition_max_bytes, self._generation)
         self._link.want({key[0]})
 
-    def remove(self, key: Key) -> None:
+    def remove(self, key: SourcePartition) -> None:
         self._positions.pop(key, None)
 
-    def position(self, key: Key) -> int | None:
+    def position(self, key: SourcePartition) -> int | None:
         pos = self._positions.get(key)
         return None if pos is None else pos.offset
 
-    def high_watermark(self, key: Key) -> int | None:
+    def high_watermark(self, key: SourcePartition) -> int | None:
         """The source partition's end offset from the last fetch response (None before)."""
         pos = self._positions.get(key)
         return None if pos is None or pos.high_watermark < 0 else pos.high_watermark
 
     # -- requests -------------------------------------------------------------------------------
 
-    def send(self, ready: Callable[[Key], bool]) -> None:
+    def send(self, ready: Callable[[SourcePartition], bool]) -> None:
         """One fetch to every leader that has none in flight, for the partitions with room."""
         now = time.monotonic()
         busy = {k for _, sent in self._in_flight.values() for k in sent}
-        by_node: dict[int, list[Key]] = {}
+        by_node: dict[int, list[SourcePartition]] = {}
         for key, pos in self._positions.items():
             if pos.retry_at > now or key in busy or not ready(key):
                 continue
@@ -113,7 +113,7 @@ class Fetcher:
                 {k: self._positions[k].generation for k in keys},
             )
 
-    def _request(self, keys: list[Key]) -> Any:
+    def _request(self, keys: list[SourcePartition]) -> Any:
         topics: dict[str, list[Any]] = {}
         for topic, partition in sorted(keys):
             pos = self._positions[(topic, partition)]
@@ -165,7 +165,7 @@ class Fetcher:
                         out.append(fetched)
         return out
 
-    def _partition(self, key: Key, pos: Position, part: Any) -> Fetched | None:
+    def _partition(self, key: SourcePartition, pos: Position, part: Any) -> Fetched | None:
         code = part.error_code
         if code == OFFSET_OUT_OF_RANGE:
             raise SourceTrimmedError(
@@ -193,7 +193,7 @@ class Fetcher:
         start, pos.offset = pos.offset, batches[-1].next_offset
         return Fetched(key, start, committed(batches, aborted))
 
-    def _retry(self, keys: list[Key]) -> None:
+    def _retry(self, keys: list[SourcePartition]) -> None:
         self._link.refresh()
         at = time.monotonic() + RETRY_BACKOFF_S
         for key in keys:

@@ -25,9 +25,9 @@ from kafka.protocol.producer.produce import ProduceRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 
 from kmirror.errors import ClusterError, SendError
+from kmirror.kafka.wire import Link
 from kmirror.mirror.batch.records import Batch, rewrite
-from kmirror.mirror.batch.wire import Link
-from kmirror.mirror.progress import Key
+from kmirror.partitions import SourcePartition, TargetPartition
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,12 @@ class BatchSendError(SendError):
     (abort.on.send.failure)."""
 
     def __init__(
-        self, message: str, target: Key, *, permanent: bool = False, code: int | None = None
+        self,
+        message: str,
+        target: TargetPartition,
+        *,
+        permanent: bool = False,
+        code: int | None = None,
     ) -> None:
         super().__init__(message)
         self.target = target
@@ -62,7 +67,7 @@ class BatchSendError(SendError):
 class Pending:
     """One source batch on its way to the target."""
 
-    source: Key
+    source: SourcePartition
     batch: Batch
     next_source: int  # source position once acknowledged (after dropped batches behind it)
     sequence: int = 0
@@ -83,7 +88,7 @@ class Queue:
 
 
 class ProducerSession:
-    transactional_id: str | None = None  # set by a transactional session (batch/txn.py)
+    transactional_id: str | None = None  # set by a transactional session (batch/transactions.py)
 
     def __init__(
         self,
@@ -99,7 +104,7 @@ class ProducerSession:
         self._request_timeout_ms = request_timeout_ms
         self._delivery_timeout_s = delivery_timeout_s
         self._on_error = on_error or (lambda name: None)
-        self._queues: dict[Key, Queue] = {}
+        self._queues: dict[TargetPartition, Queue] = {}
         self._requests: list[tuple[int, Future, list[tuple[Queue, Pending]]]] = []
         self.producer_id = -1
         self.epoch = -1
@@ -164,7 +169,7 @@ class ProducerSession:
 
     # -- queues ---------------------------------------------------------------------------------
 
-    def enqueue(self, target: Key, pending: Pending) -> None:
+    def enqueue(self, target: TargetPartition, pending: Pending) -> None:
         q = self._queues.get(target)
         if q is None:
             q = self._queues[target] = Queue(*target)
@@ -172,15 +177,15 @@ class ProducerSession:
         q.next_sequence = (q.next_sequence + pending.batch.record_count) % SEQUENCE_LIMIT
         q.items.append(pending)
 
-    def last(self, target: Key) -> Pending | None:
+    def last(self, target: TargetPartition) -> Pending | None:
         q = self._queues.get(target)
         return q.items[-1] if q is not None and q.items else None
 
-    def queued(self, target: Key) -> int:
+    def queued(self, target: TargetPartition) -> int:
         q = self._queues.get(target)
         return len(q.items) if q is not None else 0
 
-    def drop(self, target: Key) -> None:
+    def drop(self, target: TargetPartition) -> None:
         """Forget a partition's queue; the sequence is kept in case it comes back."""
         q = self._queues.get(target)
         if q is not None:
@@ -286,7 +291,7 @@ class ProducerSession:
         )
         acked: list[Pending] = []
         for node, future, items in done:
-            codes: dict[Key, Any] = {}
+            codes: dict[TargetPartition, Any] = {}
             if future.succeeded():
                 for topic in future.value.responses:
                     for part in topic.partition_responses:

@@ -137,7 +137,7 @@ def rewrite(
 ) -> bytearray:
     """The batch as our idempotent producer sends it: base offset 0, our producer id, epoch
     and sequence, a fresh CRC32C. Transactional only when our own producer writes in
-    transactions (--exactly-once, batch/txn.py): the source's committed transactions are
+    transactions (--exactly-once, batch/transactions.py): the source's committed transactions are
     copied as plain records, aborted ones not at all."""
     out = bytearray(batch.data)
     _PREFIX.pack_into(out, 0, 0, len(out) - LOG_OVERHEAD)

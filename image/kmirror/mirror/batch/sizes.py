@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kmirror.mirror.progress import Key
+from kmirror.partitions import SourcePartition
 
 SMALL_BATCH_RECORDS = 40
 # Batches a partition copies before its mean is judged: enough that one odd batch does not
@@ -42,9 +42,9 @@ class BatchSizes:
         self.judge = judge
         self.threshold = threshold
         self.samples = samples
-        self._means: dict[Key, _Mean] = {}
+        self._means: dict[SourcePartition, _Mean] = {}
 
-    def add(self, key: Key, records: int) -> float | None:
+    def add(self, key: SourcePartition, records: int) -> float | None:
         """One more batch of `records` copied for `key`. Returns the mean when the partition
         should leave the batch path (judged, enough samples, below the threshold)."""
         mean = self._means.get(key)
@@ -57,14 +57,14 @@ class BatchSizes:
             return mean.value
         return None
 
-    def mean(self, key: Key) -> float | None:
+    def mean(self, key: SourcePartition) -> float | None:
         found = self._means.get(key)
         return None if found is None else found.value
 
-    def pays_off(self, key: Key) -> bool:
+    def pays_off(self, key: SourcePartition) -> bool:
         """Measured long enough and at or above the threshold."""
         found = self._means.get(key)
         return found is not None and found.count >= self.samples and found.value >= self.threshold
 
-    def forget(self, key: Key) -> None:
+    def forget(self, key: SourcePartition) -> None:
         self._means.pop(key, None)

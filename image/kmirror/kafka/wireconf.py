@@ -20,9 +20,6 @@ from kmirror.errors import ConfigError
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-# Settings that change nothing on the wire of the batch path (client tuning, callbacks,
-# statistics) or that the copier sets itself; anything security-related is never ignored.
-_SECURITY_PREFIXES = ("ssl.", "sasl.", "security.")
 
 
 def connection_args(conf: Mapping[str, str], side: str, max_response_bytes: int) -> dict[str, Any]:

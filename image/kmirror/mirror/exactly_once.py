@@ -2,12 +2,12 @@
 source partition.
 
 Each source partition the stream owns has its own producer, `transactional.id =
-kmirror-<group.id>-<topic>-<partition>` (kmirror.config.txn). Its records go into a transaction
-that is committed at the stream's commit points together with the partition's progress record
-(the source position and the source->target runs, `progress.encode_record`) on the progress
-topic. So the records and the position that says they were copied become visible together or
-not at all, and a stream resumes from the committed progress record (read with read_committed),
-never from the source group, whose commits are for monitoring only.
+kmirror-<group.id>-<topic>-<partition>` (kmirror.config.exactly_once). Its records go into a
+transaction that is committed at the stream's commit points together with the partition's
+progress record (the source position and the source->target runs, kmirror.progress.codec) on
+the progress topic. So the records and the position that says they were copied become visible
+together or not at all, and a stream resumes from the committed progress record (read with
+read_committed), never from the source group, whose commits are for monitoring only.
 
 Fencing: `open()` runs init_transactions for each new partition before its progress record is
 read. The coordinator bumps the producer epoch and aborts the previous owner's open
@@ -31,16 +31,17 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from kmirror.config import txn as txnconf
-from kmirror.config.model import MirrorConfig
-from kmirror.errors import ClusterError, ConfigError, KmirrorError, MirrorError
-from kmirror.mirror.copier import RecordCopier
-from kmirror.mirror.engine import CopierContext
-from kmirror.mirror.progress import Key, ProgressBook, encode_record
+from kmirror.errors import KmirrorError, MirrorError
+from kmirror.kafka import clients
+from kmirror.kafka.transactions import FENCED_LOG, INIT_TIMEOUT_S, refused
+from kmirror.mirror.contract import CopierContext
+from kmirror.mirror.record_copier import RecordCopier
+from kmirror.partitions import SourcePartition
+from kmirror.progress.book import ProgressBook
+from kmirror.progress.codec import encode_record
 
 log = logging.getLogger(__name__)
 
-INIT_TIMEOUT_S = 60.0
 PARALLEL_CALLS = 8  # concurrent init/commit round trips per stream
 # The coordinator says another producer with our transactional.id took over.
 FENCED = frozenset(
@@ -59,42 +60,13 @@ def _attempt(call: Callable[..., object], *args: Any) -> BaseException | None:
     return None
 
 
-def refused(config: MirrorConfig, key: Key, code: int, text: str) -> KmirrorError:
-    """The error for a target that refused to initialise a partition's transactional producer
-    (both paths: librdkafka's and the batch path's error codes are Kafka's)."""
-    where = f"{key[0]}[{key[1]}] (transactional.id {txnconf.transactional_id(config, *key)})"
-    if code == KafkaError.INVALID_TRANSACTION_TIMEOUT:
-        return ConfigError(
-            f"exactly-once: the target refused transactions for {where}: {text}. The "
-            f"producer's {txnconf.TIMEOUT_KEY} ({txnconf.timeout_ms(config)}) is above "
-            "the target broker's transaction.max.timeout.ms: lower transaction.timeout.ms "
-            "in the producer config (and offset.commit.interval.ms below it) or raise "
-            "transaction.max.timeout.ms on the target brokers. Nothing was committed"
-        )
-    if code in (
-        KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
-    ):
-        return ClusterError(
-            f"exactly-once: not authorized to use transactions on the target for {where}: "
-            f"{text}. Grant WRITE and DESCRIBE on transactional ids "
-            f"'kmirror-{config.group_id}-' (prefixed) and IDEMPOTENT_WRITE on the "
-            "cluster. Nothing was committed"
-        )
-    return ClusterError(
-        f"exactly-once: could not initialise the transactional producer for {where}: "
-        f"{text}. Does the target support transactions (Kafka >= 0.11, enough brokers "
-        "for transaction.state.log.replication.factor)? Nothing was committed"
-    )
-
-
 class _Txn:
     """The transactional producer of one source partition."""
 
     __slots__ = ("fenced", "key", "open", "producer")
     producer: Producer  # set right after: its callbacks need this object
 
-    def __init__(self, key: Key) -> None:
+    def __init__(self, key: SourcePartition) -> None:
         self.key = key
         self.open = False  # begin_transaction called, not yet committed or aborted
         self.fenced = False  # set by its callbacks; the copier drops the partition
@@ -106,7 +78,7 @@ class TransactionalCopier(RecordCopier):
     def __init__(self, ctx: CopierContext) -> None:
         super().__init__(ctx)
         self._error_cb: Callable[[KafkaError], None] = ctx.error_cb
-        self._txns: dict[Key, _Txn] = {}
+        self._txns: dict[SourcePartition, _Txn] = {}
         self._threads: ThreadPoolExecutor | None = None
         # The base class's producer stays for metadata (connect, partition waits); copies go
         # through the partitions' transactional producers, swapped in by _copy.
@@ -115,7 +87,7 @@ class TransactionalCopier(RecordCopier):
 
     # -- ownership -----------------------------------------------------------------------------
 
-    def open(self, keys: Iterable[Key]) -> None:
+    def open(self, keys: Iterable[SourcePartition]) -> None:
         """A producer per new partition, initialised: this fences any previous owner and
         completes (aborts) its open transaction, so the progress topic read after it is final.
         Raises ConfigError/ClusterError when the target refuses transactions."""
@@ -137,22 +109,22 @@ class TransactionalCopier(RecordCopier):
             self._threads = ThreadPoolExecutor(PARALLEL_CALLS, thread_name_prefix="kmirror-txn")
         return self._threads
 
-    def _start(self, key: Key) -> _Txn:
+    def _start(self, key: SourcePartition) -> _Txn:
         t = _Txn(key)
-        conf: dict[str, Any] = {
-            **txnconf.producer_conf(self._config, *key),
-            "on_delivery": lambda err, msg: self._delivered(t, err, msg),
-            "error_cb": lambda err: self._client_error(t, err),
-            "logger": logging.getLogger("kmirror.librdkafka"),
-        }
-        conf.pop("statistics.interval.ms", None)
-        t.producer = Producer(conf)
+        t.producer = clients.transactional_producer(
+            self._config,
+            key,
+            {
+                "on_delivery": lambda err, msg: self._delivered(t, err, msg),
+                "error_cb": lambda err: self._client_error(t, err),
+            },
+        )
         return t
 
-    def _refused(self, key: Key, err: KafkaError) -> KmirrorError:
+    def _refused(self, key: SourcePartition, err: KafkaError) -> KmirrorError:
         return refused(self._config, key, err.code(), err.str())
 
-    def revoke(self, keys: Iterable[Key]) -> None:
+    def revoke(self, keys: Iterable[SourcePartition]) -> None:
         keys = list(keys)
         super().revoke(keys)
         for key in keys:
@@ -187,10 +159,10 @@ class TransactionalCopier(RecordCopier):
         super().step()
         for t in list(self._txns.values()):
             t.producer.poll(0)
-        self._reap()
+        self._drop_fenced()
 
     def _copy(self, msgs: list[Message]) -> None:
-        groups: dict[Key, list[Message]] = {}
+        groups: dict[SourcePartition, list[Message]] = {}
         errors: list[Message] = []
         for m in msgs:
             if m.error() is not None:
@@ -217,7 +189,7 @@ class TransactionalCopier(RecordCopier):
                 self.producer = self._base
             if self._rewinds != rewinds:
                 break  # a rewind (failed sends): the rest comes again from the last commit
-        self._reap()
+        self._drop_fenced()
 
     def flush(self, timeout: float) -> int:
         remaining = 0
@@ -225,12 +197,12 @@ class TransactionalCopier(RecordCopier):
         for t in list(self._txns.values()):
             if not t.fenced:
                 remaining += int(t.producer.flush(max(deadline - time.monotonic(), 0.0)))
-        self._reap()
+        self._drop_fenced()
         if not remaining and not self._latch.failures:
             self._settle()
         return remaining
 
-    def rewind(self, positions: Mapping[Key, int]) -> None:
+    def rewind(self, positions: Mapping[SourcePartition, int]) -> None:
         """Abort every open transaction, then copy again from the last commit."""
         for t in list(self._txns.values()):
             if not t.open:
@@ -245,12 +217,14 @@ class TransactionalCopier(RecordCopier):
                         f"[{t.key[1]}] after failed sends: {exc.args[0].str()}. Nothing of it "
                         "is visible; a restart resumes from the last commit"
                     ) from exc
-        self._reap()
+        self._drop_fenced()
         super().rewind({k: o for k, o in positions.items() if k in self._txns})
 
     # -- committing ----------------------------------------------------------------------------
 
-    def commit(self, book: ProgressBook, keys: Iterable[Key], timeout: float) -> dict[Key, int]:
+    def commit(
+        self, book: ProgressBook, keys: Iterable[SourcePartition], timeout: float
+    ) -> dict[SourcePartition, int]:
         """After a clean flush: commit each partition's transaction with its progress record.
         Returns the source offsets now committed on the target (fenced partitions are left
         out and dropped)."""
@@ -267,7 +241,7 @@ class TransactionalCopier(RecordCopier):
         outcomes = list(
             self._pool().map(lambda j: _attempt(self._commit_one, j[0], j[2], deadline), todo)
         )
-        done: dict[Key, int] = {}
+        done: dict[SourcePartition, int] = {}
         for (t, acked, _), exc in zip(todo, outcomes, strict=True):
             key = t.key
             if exc is None:
@@ -288,7 +262,7 @@ class TransactionalCopier(RecordCopier):
                 f"{err.str()}. Its records stay invisible; a restart resumes from the last "
                 "committed progress record"
             ) from exc
-        self._reap()
+        self._drop_fenced()
         return done
 
     def _commit_one(self, t: _Txn, record: tuple[bytes, bytes], deadline: float) -> None:
@@ -326,19 +300,14 @@ class TransactionalCopier(RecordCopier):
             return True
         return False
 
-    def _reap(self) -> None:
+    def _drop_fenced(self) -> None:
         """Drop fenced partitions: nothing of theirs is committed, their book is closed (so no
         later settle moves it), their fetching paused until the group hands them out again."""
         for key, t in list(self._txns.items()):
             if not t.fenced:
                 continue
             del self._txns[key]
-            log.error(
-                "exactly-once: %s[%d] was fenced (another stream owns it now); its open "
-                "transaction is aborted, nothing of it becomes visible. Dropping the partition",
-                key[0],
-                key[1],
-            )
+            log.error(FENCED_LOG, key[0], key[1])
             super().revoke([key])
             self._book.close(*key)
             try:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kmirror.errors import ConfigError
-from kmirror.mirror.batch.settings import connection_args
+from kmirror.kafka.wireconf import connection_args
 from tests.securecluster import Pki
 
 pytestmark = pytest.mark.unit

@@ -14,7 +14,7 @@ from kafka.record.default_records import DefaultRecordBatch
 
 from kmirror.mirror.batch.producer import Pending
 from kmirror.mirror.batch.records import rewrite, split
-from kmirror.mirror.batch.txn import (
+from kmirror.mirror.batch.transactions import (
     Coordinators,
     ProgressPending,
     TxnSession,

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from kmirror.app.supervisor import Supervisor
 from kmirror.config.model import ClusterConfig, MirrorConfig
 from kmirror.errors import CommitError, ConfigError
 from kmirror.metrics.http import HealthServer
-from kmirror.mirror.supervisor import Supervisor
 
 pytestmark = pytest.mark.unit
 
@@ -40,7 +40,7 @@ def test_a_stop_without_the_final_commit_exits_non_zero_and_says_so(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     sup = Supervisor(config(), CollectorRegistry(), target=uncommitted_stream)
-    with caplog.at_level(logging.INFO, "kmirror.mirror.supervisor"):
+    with caplog.at_level(logging.INFO, "kmirror.app.supervisor"):
         code = sup.run()
     assert code == CommitError.exit_code != 0
     assert "stopped without its final commit" in caplog.text
@@ -53,7 +53,7 @@ class BrokenInbox:
 
 def test_a_lost_snapshot_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     sup = Supervisor(config(), CollectorRegistry())
-    with caplog.at_level(logging.WARNING, "kmirror.mirror.supervisor"):
+    with caplog.at_level(logging.WARNING, "kmirror.app.supervisor"):
         sup._drain(BrokenInbox())
     assert "reading a stream's metrics and heartbeat failed: EOFError" in caplog.text
 
@@ -61,7 +61,7 @@ def test_a_lost_snapshot_is_logged(caplog: pytest.LogCaptureFixture) -> None:
 def test_liveness_failure_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     sup = Supervisor(config(), CollectorRegistry())
     sup._states[0] = {"heartbeat": 1.0, "connected": True, "selected": 1, "assigned": 1}
-    with caplog.at_level(logging.ERROR, "kmirror.mirror.supervisor"):
+    with caplog.at_level(logging.ERROR, "kmirror.app.supervisor"):
         assert not sup.healthy()[0]
         assert not sup.healthy()[0]
     assert caplog.text.count("liveness failing: stream 0 silent") == 1

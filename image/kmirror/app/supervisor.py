@@ -15,101 +15,31 @@ import multiprocessing as mp
 import os
 import queue
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from types import FrameType
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge
 
 from kmirror import __version__
+from kmirror.app.lifeline import SnapshotQueue, ThrottledLog
+from kmirror.app.streamproc import SHUTDOWN_GRACE_S, stream_main
 from kmirror.config.model import MirrorConfig
 from kmirror.dr.service import DrService
-from kmirror.errors import CommitError, KmirrorError
-from kmirror.logsetup import configure_for
-from kmirror.metrics.aggregate import StreamsCollector, snapshot
+from kmirror.errors import CommitError
+from kmirror.metrics.aggregate import StreamsCollector
 from kmirror.metrics.http import HealthServer
-from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.engines import engine_for
-from kmirror.mirror.lifeline import (
-    ParentWatch,
-    SnapshotQueue,
-    ThrottledLog,
-    set_parent_death_signal,
-)
-from kmirror.mirror.stream import DEFAULT_TUNING, Stream, StreamState, Tuning
+from kmirror.mirror.engine import engine_for
+from kmirror.mirror.stream import DEFAULT_TUNING, StreamState, Tuning
 from kmirror.mirror.topicconfigs import ConfigSync
 from kmirror.schemas.service import SchemaSyncService
 
 log = logging.getLogger(__name__)
 
-PUBLISH_INTERVAL_S = 1.0
 # A commit may flush for up to message.timeout.ms; a stream silent for longer is stuck.
 HEARTBEAT_STALE_S = 120.0
-SHUTDOWN_GRACE_S = 30.0
-
-
-# -- the stream process ----------------------------------------------------------------------
-
-
-def stream_main(
-    config: MirrorConfig,
-    stream_id: int,
-    outbox: Any,
-    parent: int,
-    tuning: Tuning = DEFAULT_TUNING,
-) -> None:
-    configure_for(config)
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    # SIGTERM when the supervisor dies (even by SIGKILL): the normal flush-and-commit stop.
-    set_parent_death_signal(signal.SIGTERM)
-    watch = ParentWatch(parent, stop.set, SHUTDOWN_GRACE_S).start()
-    metrics = WorkerMetrics()
-    failures = ThrottledLog(log, f"stream {stream_id}: sending metrics and heartbeat")
-    last = 0.0
-
-    def publish(state: StreamState, force: bool = False) -> None:
-        nonlocal last
-        now = time.monotonic()
-        if watch.orphaned.is_set() or not (force or now - last >= PUBLISH_INTERVAL_S):
-            return
-        last = now
-        try:
-            outbox.put_nowait((stream_id, asdict(state), snapshot(metrics.registry)))
-        except Exception as exc:  # a full pipe must never stop the copy, but is reported
-            failures.failed(exc)
-
-    engine = engine_for(config, announce=False)
-    stream = Stream(config, metrics, stop, stream_id, on_tick=publish, tuning=tuning, engine=engine)
-    code = 0
-    try:
-        stream.run()
-        log.info("stream %d stopped cleanly", stream_id)
-    except KmirrorError as exc:
-        log.error("stream %d stopped: %s", stream_id, exc)
-        code = exc.exit_code
-    except Exception:
-        log.exception("stream %d crashed", stream_id)
-        code = 1
-    publish(stream.state, force=True)
-    if not watch.parent_alive():
-        # Nobody reads the queue any more: flushing it into a full pipe would block forever.
-        outbox.cancel_join_thread()
-    outbox.close()
-    outbox.join_thread()
-    sys.exit(code)
-
-
-# -- the supervisor --------------------------------------------------------------------------
 
 
 StreamMain = Callable[[MirrorConfig, int, Any, int, Tuning], None]
@@ -226,7 +156,7 @@ class Supervisor:
         try:
             while len(self._codes) < self._config.num_streams:
                 self._drain(inbox)
-                self._reap()
+                self._reap_children()
                 self._maybe_stop()
         finally:
             if dr is not None:
@@ -255,7 +185,7 @@ class Supervisor:
             self._states[sid] = state
             self._streams.update(sid, families)
 
-    def _reap(self) -> None:
+    def _reap_children(self) -> None:
         # waitpid(-1): as PID 1 we also collect zombies that are not ours.
         while True:
             try:

@@ -19,20 +19,16 @@ is >= X. No record is skipped and none is read twice.
 from __future__ import annotations
 
 import bisect
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kmirror.errors import MirrorError
-
-# A source partition: (topic, partition). The one definition every module uses.
-Key = tuple[str, int]
+from kmirror.partitions import SourcePartition
 
 # Runs kept per partition in memory and in the persisted record. A partition whose source has a
 # gap per transaction makes a run per transaction; translating an offset older than the oldest
 # kept run falls back to that run's start (a re-read, never a skip).
 MAX_RUNS = 1000
-PROGRESS_FORMAT = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,10 +157,10 @@ def translate(runs: list[Run], source_offset: int, acked: int) -> int | None:
 
 
 class ProgressBook:
-    """All partitions a stream owns. Keys are (source topic, partition)."""
+    """All partitions a stream owns, by source partition."""
 
     def __init__(self) -> None:
-        self._parts: dict[tuple[str, int], PartitionBook] = {}
+        self._parts: dict[SourcePartition, PartitionBook] = {}
 
     def open(
         self, topic: str, partition: int, start: int, runs: Iterable[Run] = ()
@@ -180,57 +176,21 @@ class ProgressBook:
     def get(self, topic: str, partition: int) -> PartitionBook | None:
         return self._parts.get((topic, partition))
 
-    def __getitem__(self, key: tuple[str, int]) -> PartitionBook:
+    def __getitem__(self, key: SourcePartition) -> PartitionBook:
         return self._parts[key]
 
     def __contains__(self, key: object) -> bool:
         return key in self._parts
 
-    def items(self) -> list[tuple[tuple[str, int], PartitionBook]]:
+    def items(self) -> list[tuple[SourcePartition, PartitionBook]]:
         return sorted(self._parts.items())
 
-    def to_commit(self) -> dict[tuple[str, int], int]:
+    def to_commit(self) -> dict[SourcePartition, int]:
         """Source offsets that may be committed now (acknowledged, and moved since the last)."""
         return {k: b.acked for k, b in self._parts.items() if b.acked != b.committed}
 
-    def committed(self, offsets: Mapping[tuple[str, int], int]) -> None:
+    def committed(self, offsets: Mapping[SourcePartition, int]) -> None:
         for key, offset in offsets.items():
             book = self._parts.get(key)
             if book is not None:
                 book.committed = offset
-
-
-# -- the persisted progress record (on the target cluster) -------------------------------------
-
-
-def encode_record(topic: str, partition: int, book: PartitionBook) -> tuple[bytes, bytes]:
-    """Key and value of the progress record for one partition (compacted topic on the target)."""
-    key = json.dumps({"topic": topic, "partition": partition}, separators=(",", ":"))
-    value = json.dumps(
-        {
-            "format": PROGRESS_FORMAT,
-            "acked": book.acked,
-            "runs": [[r.source_start, r.target_start, r.count] for r in book.runs],
-        },
-        separators=(",", ":"),
-    )
-    return key.encode(), value.encode()
-
-
-def decode_record(key: bytes, value: bytes | None) -> tuple[str, int, PartitionBook | None]:
-    """(topic, partition, book) from a progress record; book is None for a tombstone."""
-    try:
-        k = json.loads(key)
-        topic, partition = str(k["topic"]), int(k["partition"])
-        if value is None:
-            return topic, partition, None
-        v = json.loads(value)
-        if int(v.get("format", 0)) != PROGRESS_FORMAT:
-            raise ValueError(f"unknown format {v.get('format')}")
-        runs = [Run(int(s), int(t), int(n)) for s, t, n in v["runs"]]
-        return topic, partition, PartitionBook(acked=int(v["acked"]), runs=runs)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise MirrorError(
-            f"unreadable progress record {key!r}: {exc}. Was the progress topic written by "
-            "another tool? Point kmirror at its own progress topic"
-        ) from exc

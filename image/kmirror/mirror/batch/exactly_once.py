@@ -1,12 +1,13 @@
 """Exactly-once on the batch path: the batch copier with one transaction per source partition.
 
-The design is the record path's (kmirror.mirror.eos, docs/architecture.md "Exactly-once"):
-each source partition has its own transactional id, `kmirror-<group.id>-<topic>-<partition>`
-(the same on both paths, so a batch-path and a record-path owner fence each other). `open`
-runs InitProducerId for each new partition before the stream reads its progress record: the
-coordinator bumps the epoch and aborts the previous owner's open transaction. Copied batches
-go out under that producer id and epoch with the transactional bit set (batch/txn.py), after
-AddPartitionsToTxn put their target partition into the partition's transaction. At a commit
+The design is the record path's (kmirror.mirror.exactly_once, docs/architecture.md
+"Exactly-once"): each source partition has its own transactional id,
+`kmirror-<group.id>-<topic>-<partition>` (the same on both paths, so a batch-path and a
+record-path owner fence each other). `open` runs InitProducerId for each new partition before
+the stream reads its progress record: the coordinator bumps the epoch and aborts the previous
+owner's open transaction. Copied batches go out under that producer id and epoch with the
+transactional bit set (batch/transactions.py), after AddPartitionsToTxn put their target
+partition into the partition's transaction. At a commit
 point `commit` writes each partition's progress record as a transactional batch into the
 progress topic, in the same transaction, and ends it with EndTxn(commit): the records and the
 position that says they were copied become visible together or not at all.
@@ -23,13 +24,13 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kmirror.config import txn as txnconf
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import MirrorError, SendError
+from kmirror.kafka.transactions import FENCED_LOG, INIT_TIMEOUT_S, refused
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.mirror.batch.producer import Pending, ProducerSession
-from kmirror.mirror.batch.txn import (
+from kmirror.mirror.batch.transactions import (
     FENCING,
     Coordinators,
     ProgressPending,
@@ -39,8 +40,9 @@ from kmirror.mirror.batch.txn import (
     init_request,
     progress_batch,
 )
-from kmirror.mirror.eos import INIT_TIMEOUT_S, refused
-from kmirror.mirror.progress import Key, ProgressBook, encode_record
+from kmirror.partitions import SourcePartition, TargetPartition
+from kmirror.progress.book import ProgressBook
+from kmirror.progress.codec import encode_record
 
 log = logging.getLogger(__name__)
 
@@ -54,28 +56,28 @@ class Sessions(ProducerSession):
     def __init__(self, copier: TransactionalBatchCopier, **args: Any) -> None:
         super().__init__(copier._target, **args)
         self._coordinators = copier.coordinators
-        self.by_source: dict[Key, TxnSession] = {}
-        self.sources: dict[Key, Key] = {}  # target partition -> source partition
+        self.by_source: dict[SourcePartition, TxnSession] = {}
+        self.sources: dict[TargetPartition, SourcePartition] = {}
 
-    def _of(self, target: Key) -> TxnSession | None:
+    def _of(self, target: TargetPartition) -> TxnSession | None:
         source = self.sources.get(target)
         return None if source is None else self.by_source.get(source)
 
-    def enqueue(self, target: Key, pending: Pending) -> None:
+    def enqueue(self, target: TargetPartition, pending: Pending) -> None:
         session = self._of(target)
         if session is None:
             raise MirrorError(f"exactly-once: no transaction for target {target[0]}[{target[1]}]")
         session.enqueue(target, pending)
 
-    def last(self, target: Key) -> Pending | None:
+    def last(self, target: TargetPartition) -> Pending | None:
         session = self._of(target)
         return None if session is None else session.last(target)
 
-    def queued(self, target: Key) -> int:
+    def queued(self, target: TargetPartition) -> int:
         session = self._of(target)
         return 0 if session is None else session.queued(target)
 
-    def drop(self, target: Key) -> None:
+    def drop(self, target: TargetPartition) -> None:
         session = self._of(target)
         if session is not None:
             session.drop(target)
@@ -146,28 +148,28 @@ class TransactionalBatchCopier(BatchCopier):
         self._sessions = Sessions(self, **self._session_args)
         self._session = self._sessions
         self._target.want({self.progress_topic})
-        self._committed: dict[Key, int] = {}  # acked offset of the last committed record
+        self._committed: dict[
+            SourcePartition, int
+        ] = {}  # acked offset of the last committed record
 
     def _poll(self, seconds: float) -> None:
         self._net.poll(timeout_ms=max(seconds, 0.0) * 1000)
 
     # -- ownership -----------------------------------------------------------------------------
 
-    def open(self, keys: Iterable[Key]) -> None:
+    def open(self, keys: Iterable[SourcePartition]) -> None:
         """A transactional producer id per new partition: fences its previous owner (of
         either path) and completes its open transaction, so the progress record read next
         is final. ConfigError/ClusterError when the target refuses transactions."""
         self._start()
         new = {
-            k: TxnSession(
-                self._target, txnconf.transactional_id(self._config, *k), **self._session_args
-            )
+            k: TxnSession(self._target, self._config.transactional_id(*k), **self._session_args)
             for k in keys
             if k not in self._sessions.by_source
         }
         if not new:
             return
-        timeout = txnconf.timeout_ms(self._config)
+        timeout = self._config.transaction_timeout_ms()
         results = self.coordinators.calls(
             {s.tid: init_request(s.tid, timeout) for s in new.values()},
             lambda r: int(r.error_code),
@@ -181,7 +183,7 @@ class TransactionalBatchCopier(BatchCopier):
             self._sessions.by_source[key] = session
             self._committed.pop(key, None)
 
-    def assign(self, partitions: Mapping[Key, tuple[str, int]]) -> None:
+    def assign(self, partitions: Mapping[SourcePartition, tuple[str, int]]) -> None:
         for key, (target_topic, _) in partitions.items():
             if key not in self._sessions.by_source:
                 raise MirrorError(
@@ -190,7 +192,7 @@ class TransactionalBatchCopier(BatchCopier):
             self._sessions.sources[(target_topic, key[1])] = key
         super().assign(partitions)
 
-    def revoke(self, keys: Iterable[Key]) -> None:
+    def revoke(self, keys: Iterable[SourcePartition]) -> None:
         """After the stream's commit (or for lost partitions): what is still open is aborted."""
         keys = list(keys)
         super().revoke(keys)
@@ -198,7 +200,7 @@ class TransactionalBatchCopier(BatchCopier):
         for key in keys:
             self._forget(key)
 
-    def handover(self, book: ProgressBook, key: Key, timeout: float) -> bool:
+    def handover(self, book: ProgressBook, key: SourcePartition, timeout: float) -> bool:
         """Commit the partition's transaction (it stopped for the record path) and let its
         session go; the record path's producer takes the transactional id over. False when
         it was fenced meanwhile (dropped)."""
@@ -213,7 +215,7 @@ class TransactionalBatchCopier(BatchCopier):
         finally:
             super().close()
 
-    def _forget(self, key: Key) -> None:
+    def _forget(self, key: SourcePartition) -> None:
         session = self._sessions.by_source.pop(key, None)
         if session is not None:
             session.forget()
@@ -224,25 +226,20 @@ class TransactionalBatchCopier(BatchCopier):
 
     def step(self, timeout_s: float) -> int:
         count = super().step(timeout_s)
-        self._reap()
+        self._drop_fenced()
         return count
 
     def flush(self, timeout_s: float) -> bool:
         done = super().flush(timeout_s)
-        self._reap()
+        self._drop_fenced()
         return done
 
-    def _reap(self) -> None:
+    def _drop_fenced(self) -> None:
         """Drop fenced partitions (another stream owns them now)."""
         for key, session in list(self._sessions.by_source.items()):
             if not session.fenced:
                 continue
-            log.error(
-                "exactly-once: %s[%d] was fenced (another stream owns it now); its open "
-                "transaction is aborted, nothing of it becomes visible. Dropping the partition",
-                key[0],
-                key[1],
-            )
+            log.error(FENCED_LOG, key[0], key[1])
             self._fetcher.remove(key)
             target = self._targets.pop(key, None)
             if target is not None:
@@ -254,17 +251,21 @@ class TransactionalBatchCopier(BatchCopier):
 
     # -- committing ----------------------------------------------------------------------------
 
-    def commit(self, book: ProgressBook, keys: Iterable[Key], timeout: float) -> dict[Key, int]:
+    def commit(
+        self, book: ProgressBook, keys: Iterable[SourcePartition], timeout: float
+    ) -> dict[SourcePartition, int]:
         """After a clean flush: each partition's progress record into its transaction, then
         EndTxn(commit). Returns the source offsets now committed on the target (fenced
         partitions are left out and dropped)."""
         wanted = set(keys) | {k for k, s in self._sessions.by_source.items() if s.open}
         return self._commit(book, sorted(wanted), time.monotonic() + timeout)
 
-    def _commit(self, book: ProgressBook, keys: list[Key], deadline: float) -> dict[Key, int]:
-        self._reap()
-        done: dict[Key, int] = {}
-        todo: dict[Key, int] = {}
+    def _commit(
+        self, book: ProgressBook, keys: list[SourcePartition], deadline: float
+    ) -> dict[SourcePartition, int]:
+        self._drop_fenced()
+        done: dict[SourcePartition, int] = {}
+        todo: dict[SourcePartition, int] = {}
         for key in keys:
             session, pb = self._sessions.by_source.get(key), book.get(*key)
             if session is None or session.fenced or pb is None or pb.acked < 0:
@@ -291,10 +292,12 @@ class TransactionalBatchCopier(BatchCopier):
         ended = self._end_all([k for k, s in sessions.items() if not s.fenced], True, deadline)
         for key in ended:
             done[key] = self._committed[key] = todo[key]
-        self._reap()
+        self._drop_fenced()
         return done
 
-    def _end_all(self, keys: list[Key], commit: bool, deadline: float | None = None) -> list[Key]:
+    def _end_all(
+        self, keys: list[SourcePartition], commit: bool, deadline: float | None = None
+    ) -> list[SourcePartition]:
         """EndTxn for these partitions' open transactions, all at once. Returns the keys whose
         transaction ended. A failed commit is a MirrorError; a failed abort is left to the
         next owner's InitProducerId (or the transaction timeout)."""

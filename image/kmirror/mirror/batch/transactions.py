@@ -32,10 +32,10 @@ from kafka.protocol.producer.transaction import (
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kmirror.errors import SendError
+from kmirror.kafka.wire import Link
 from kmirror.mirror.batch.producer import Pending, ProducerSession, Queue
 from kmirror.mirror.batch.records import Batch, split
-from kmirror.mirror.batch.wire import Link
-from kmirror.mirror.progress import Key
+from kmirror.partitions import TargetPartition
 
 FIND_VERSION = 3  # one key per request (v4+ batches keys)
 INIT_VERSION = 4
@@ -176,7 +176,7 @@ class TxnSession(ProducerSession):
         super().__init__(link, **kwargs)
         self.transactional_id = self.tid = transactional_id  # (the base's is optional)
         self.fenced = False
-        self.added: set[Key] = set()  # target partitions in the open transaction
+        self.added: set[TargetPartition] = set()  # target partitions in the open transaction
 
     @property
     def open(self) -> bool:
@@ -187,11 +187,11 @@ class TxnSession(ProducerSession):
         """The producer id and epoch InitProducerId gave: sequences start at 0."""
         self.producer_id, self.epoch = producer_id, epoch
 
-    def to_add(self) -> list[Key]:
+    def to_add(self) -> list[TargetPartition]:
         """Target partitions with batches waiting that the open transaction lacks."""
         return sorted(k for k, q in self._queues.items() if q.items and k not in self.added)
 
-    def add_request(self, keys: list[Key]) -> Callable[[], Any]:
+    def add_request(self, keys: list[TargetPartition]) -> Callable[[], Any]:
         topics: dict[str, list[int]] = {}
         for topic, partition in keys:
             topics.setdefault(topic, []).append(partition)

@@ -5,15 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kmirror.errors import MirrorError
-from kmirror.mirror.progress import (
-    MAX_RUNS,
-    PartitionBook,
-    ProgressBook,
-    Run,
-    decode_record,
-    encode_record,
-    translate,
-)
+from kmirror.progress.book import MAX_RUNS, PartitionBook, ProgressBook, Run, translate
+from kmirror.progress.codec import decode_record, encode_record
 
 pytestmark = pytest.mark.unit
 

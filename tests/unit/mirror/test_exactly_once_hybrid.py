@@ -8,12 +8,12 @@ import pytest
 
 from kmirror.config.model import ClusterConfig, DrConfig, MirrorConfig
 from kmirror.errors import ConfigError
-from kmirror.mirror.copier import RecordCopier
-from kmirror.mirror.engine import Transactional
-from kmirror.mirror.engines import engine_for
-from kmirror.mirror.eos import TransactionalCopier
-from kmirror.mirror.eos_hybrid import TransactionalHybridCopier
+from kmirror.mirror.contract import Transactional
+from kmirror.mirror.engine import engine_for
+from kmirror.mirror.exactly_once import TransactionalCopier
+from kmirror.mirror.exactly_once_hybrid import TransactionalHybridCopier
 from kmirror.mirror.hybrid import MAX_PROBE_BACKOFF_S, Router
+from kmirror.mirror.record_copier import RecordCopier
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from kmirror.mirror.lifeline import ORPHAN_EXIT_CODE, ParentWatch, SnapshotQueue, ThrottledLog
+from kmirror.app.lifeline import ORPHAN_EXIT_CODE, ParentWatch, SnapshotQueue, ThrottledLog
 
 pytestmark = pytest.mark.unit
 
@@ -56,7 +56,7 @@ def test_repeated_failures_are_logged_once_then_counted(caplog: pytest.LogCaptur
 
 def test_a_snapshot_that_cannot_be_sent_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     outbox = SnapshotQueue(ctx=multiprocessing.get_context("spawn"))
-    with caplog.at_level(logging.WARNING, "kmirror.mirror.lifeline"):
+    with caplog.at_level(logging.WARNING, "kmirror.app.lifeline"):
         outbox.put_nowait(lambda: None)  # pickled by the queue's thread: fails there
         outbox.close()
         outbox.join_thread()

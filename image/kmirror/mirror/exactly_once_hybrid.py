@@ -1,9 +1,9 @@
 """Exactly-once on `--engine batch|auto`: the hybrid copier with transactions on both paths.
 
-Every partition starts on the batch path (TransactionalBatchCopier, batch/transactional.py).
+Every partition starts on the batch path (TransactionalBatchCopier, batch/exactly_once.py).
 A partition the batch path cannot copy byte for byte (compacted batches, old formats,
 LogAppendTime, a start inside a batch) moves to the record path's transactional copier
-(TransactionalCopier, eos.py) at the exact offset: the batch path first commits the
+(TransactionalCopier, exactly_once.py) at the exact offset: the batch path first commits the
 partition's transaction with its progress record at that offset, then the record path's
 producer initialises the same transactional id (fencing the batch-path session, which is
 done) and copies on from there. With `--engine auto` a partition whose source batches stay
@@ -19,12 +19,13 @@ import time
 from collections.abc import Iterable
 
 from kmirror.mirror.batch.copier import BatchCopier
-from kmirror.mirror.batch.transactional import TransactionalBatchCopier
-from kmirror.mirror.copier import RecordCopier
-from kmirror.mirror.engine import CopierContext
-from kmirror.mirror.eos import TransactionalCopier
+from kmirror.mirror.batch.exactly_once import TransactionalBatchCopier
+from kmirror.mirror.contract import CopierContext
+from kmirror.mirror.exactly_once import TransactionalCopier
 from kmirror.mirror.hybrid import HybridCopier
-from kmirror.mirror.progress import Key, ProgressBook
+from kmirror.mirror.record_copier import RecordCopier
+from kmirror.partitions import SourcePartition
+from kmirror.progress.book import ProgressBook
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +49,14 @@ class TransactionalHybridCopier(HybridCopier):
 
     # -- the transactional copier's shape (Stream: open before the progress read, commit) --
 
-    def open(self, keys: Iterable[Key]) -> None:
+    def open(self, keys: Iterable[SourcePartition]) -> None:
         """Every new partition starts on the batch path: its transactional id is initialised
         there (fencing any previous owner, of either path)."""
         self._txn_batch.open(keys)
 
-    def commit(self, book: ProgressBook, keys: Iterable[Key], timeout: float) -> dict[Key, int]:
+    def commit(
+        self, book: ProgressBook, keys: Iterable[SourcePartition], timeout: float
+    ) -> dict[SourcePartition, int]:
         keys = list(keys)
         deadline = time.monotonic() + timeout
         on_batch = [k for k in keys if self.router.on_batch(k)]
@@ -63,7 +66,7 @@ class TransactionalHybridCopier(HybridCopier):
         done.update(self._txn_record.commit(book, on_record, left))
         return done
 
-    def _fall_back(self, key: Key, offset: int) -> None:
+    def _fall_back(self, key: SourcePartition, offset: int) -> None:
         """Commit the batch path's transaction up to `offset`, then the record path's own
         transactional producer takes the partition over from there."""
         if not self._txn_batch.handover(self._book, key, HANDOVER_TIMEOUT_S):

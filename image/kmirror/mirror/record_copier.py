@@ -13,7 +13,7 @@ also moves to the consumer's position: that covers what was never copied (transa
 aborted records) and, with --partitioning hash (a source partition's records land in many target
 partitions, there is no source->target run to keep), everything.
 
-It has the `Copier` shape (kmirror.mirror.engine) the stream's loop drives; the batch copier
+It has the `Copier` shape (kmirror.mirror.contract) the stream's loop drives; the batch copier
 has the same shape, so a stream runs either engine.
 """
 
@@ -30,17 +30,18 @@ from confluent_kafka import (
     KafkaError,
     KafkaException,
     Message,
-    Producer,
     TopicPartition,
 )
 
-from kmirror.dr.provenance import stamp
 from kmirror.errors import SendError, TopicError
+from kmirror.kafka import clients
+from kmirror.kafka.connect import await_metadata
 from kmirror.mirror import latch as rules
-from kmirror.mirror.connect import await_metadata
-from kmirror.mirror.engine import CopierContext
-from kmirror.mirror.progress import Key, PartitionBook
+from kmirror.mirror.contract import CopierContext
+from kmirror.mirror.provenance import stamp
 from kmirror.mirror.topics import TopicManager
+from kmirror.partitions import SourcePartition
+from kmirror.progress.book import PartitionBook
 from kmirror.schemas import translator_for
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ class RecordCopier:
         # The partitions this copier copies; None: every partition the book has. The hybrid
         # engine (kmirror.mirror.hybrid) sets it: the others are on the batch path, and what
         # the consumer still delivers of them (before their pause took hold) is not copied.
-        self.only: set[Key] | None = None
+        self.only: set[SourcePartition] | None = None
         # --partitioning same: per target partition, what is in flight (see the module doc).
         self._flight: dict[str, dict[int, _InFlight]] = {}
         self._rewinds = 0
@@ -99,14 +100,9 @@ class RecordCopier:
         # Inside consume(): the group's callbacks run there, and the consumer's position may
         # already cover records of the batch that consume() has not handed to us yet.
         self._consuming = False
-        pconf: dict[str, Any] = {
-            **config.producer_conf(),
-            "on_delivery": self._on_delivery,
-            "error_cb": ctx.error_cb,
-            "logger": logging.getLogger("kmirror.librdkafka"),
-        }
-        pconf.pop("statistics.interval.ms", None)
-        self.producer = Producer(pconf)
+        self.producer = clients.producer(
+            config, {"on_delivery": self._on_delivery, "error_cb": ctx.error_cb}
+        )
         # Schema IDs in keys and values (kmirror.schemas); None when schemas are not mirrored.
         self._schemas = translator_for(config, ctx.metrics.registry, self._compacted_topic)
 
@@ -127,10 +123,10 @@ class RecordCopier:
     def _compacted_topic(self, topic: str) -> None:
         TopicManager(self._config).ensure_internal(topic, 1, {"cleanup.policy": "compact"})
 
-    def assign(self, starts: Mapping[Key, int]) -> None:
+    def assign(self, starts: Mapping[SourcePartition, int]) -> None:
         """The consumer's assignment already starts at these offsets."""
 
-    def revoke(self, keys: Iterable[Key]) -> None:
+    def revoke(self, keys: Iterable[SourcePartition]) -> None:
         busy = False
         for topic, partition in keys:
             per = self._flight.get(self._target(topic))
@@ -167,7 +163,7 @@ class RecordCopier:
             if tp.offset >= 0:
                 book.skip(tp.offset)
 
-    def rewind(self, positions: Mapping[Key, int]) -> None:
+    def rewind(self, positions: Mapping[SourcePartition, int]) -> None:
         # Called after a flush: nothing is in flight. What failed is forgotten unsettled; the
         # stream rewinds the book, and everything from `positions` is sent (and reported) again.
         self._rewinds += 1
@@ -218,7 +214,7 @@ class RecordCopier:
                 key, value = schemas.record(key, value, topic, m.partition(), m.offset())  # type: ignore[arg-type]
             ts_type, ts = m.timestamp()
             headers = m.headers()
-            if origin is not None:  # opt-in provenance header (kmirror/dr/provenance.py)
+            if origin is not None:  # opt-in provenance header (kmirror/mirror/provenance.py)
                 headers = stamp(headers, *origin)
                 if headers is None:
                     continue  # it came from the target: copying it back would loop
