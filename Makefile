@@ -29,7 +29,7 @@ $(VENV)/.installed: requirements/dev.lock pyproject.toml
 jars: ## Kafka broker, MirrorMaker 2 and spark-sql-kafka jars from Maven Central into the cache
 	@scripts/resolve-jars
 
-go-tools: ## helm, ct, kubeconform, promtool and the test image registry built from the Go module proxy into the cache
+go-tools: ## helm, ct, kubeconform, promtool, the test image registry and Toxiproxy built from the Go module proxy into the cache
 	@scripts/build-go-tools
 
 system-deps: ## podman, runc, debootstrap from Debian (for the image tests)
