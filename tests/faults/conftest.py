@@ -7,11 +7,15 @@ variable the full variants skip, so a bare `pytest tests/faults` stays short).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 from collections.abc import Callable, Iterator
 
 import pytest
+from confluent_kafka import KafkaException
 
+from scripts import kafkalocal
+from tests.faults.cluster3 import Clusters3, start_pair
 from tests.faults.harness import Result, full_mode, write_results
 from tests.kafkatools import Clusters, delete_topic
 
@@ -61,3 +65,34 @@ def target_cleanup(clusters: Clusters) -> Iterator[list[str]]:
     for name in names:
         with contextlib.suppress(Exception):
             delete_topic(clusters.target_bootstrap, name, timeout=10, wait=False)
+
+
+@pytest.fixture(scope="session")
+def clusters3() -> Iterator[Clusters3]:
+    """Source and target as 3-broker clusters behind Toxiproxy (tests/faults/cluster3.py),
+    started by the first test that asks and stopped at the end of the session, also when tests
+    fail (atexit as a backstop); reused and left running when a healthy pair of those names
+    already runs."""
+    try:
+        pair = start_pair()
+    except (kafkalocal.ClusterError, KafkaException, RuntimeError, TimeoutError) as exc:
+        pytest.fail(f"could not start the 3-broker clusters:\n{exc}", pytrace=False)
+    atexit.register(pair.stop)
+    how = f"started in {pair.seconds:.1f}s" if pair.started else "reused"
+    print(
+        f"\n[clusters3] {pair.proxied.source_bootstrap} -> {pair.proxied.target_bootstrap}: {how}"
+    )
+    try:
+        yield pair
+    finally:
+        pair.stop()
+
+
+@pytest.fixture
+def three(clusters3: Clusters3) -> Iterator[Clusters3]:
+    """The 3-broker pair for one scenario; afterwards every broker runs again, the proxies
+    are clean and every replica is in sync, whatever the scenario left behind."""
+    try:
+        yield clusters3
+    finally:
+        clusters3.restore()
