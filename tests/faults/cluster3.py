@@ -24,7 +24,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
+from confluent_kafka import Consumer, ElectionType, KafkaException, Producer, TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.structs import TopicPartition as KTopicPartition
 
@@ -80,8 +80,13 @@ def warm(bootstrap: str) -> None:
     txn.produce(topic, value=b"t")
     txn.commit_transaction(180)
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("warm"), "logger": QUIET})
-    try:
+
+    def commit() -> bool:  # NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS while it settles
         c.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+        return True
+
+    try:
+        wait_until(commit, 180, 1.0, f"a first group commit at {bootstrap}")
     finally:
         c.close()
 
@@ -151,13 +156,27 @@ class Clusters3:
     def leader(self, side: str, topic: str, partition: int) -> int:
         return self.partitions(side, topic)[partition][0]
 
-    def elect_preferred(self, side: str, topic: str) -> dict[int, str | None]:
-        """Preferred-leader election on every partition of the topic: partition -> None
-        (elected) or why not (e.g. already the preferred leader)."""
+    def elect_preferred(self, side: str, topic: str, timeout: float = 60.0) -> int:
+        """Preferred-leader election on every partition of the topic, repeated until each is
+        led by its first replica (an election refuses a preferred replica that is not in
+        sync yet, e.g. right after a reassignment added it). Returns the elections made."""
         parts = [TopicPartition(topic, p) for p in self.partitions(side, topic)]
         client = admin(self.bootstrap(side), logger=QUIET)
-        result = client.elect_leaders(ElectionType.PREFERRED, parts).result(timeout=30)
-        return {tp.partition: None if err is None else str(err) for tp, err in result.items()}
+        rounds = 0
+
+        def preferred() -> bool:
+            nonlocal rounds
+            if all(lead == r[0] for lead, r, _ in self.partitions(side, topic).values()):
+                return True
+            rounds += 1
+            with contextlib.suppress(KafkaException):  # "not needed" for some: fine
+                client.elect_leaders(ElectionType.PREFERRED, parts).result(timeout=30)
+            return False
+
+        wait_until(
+            preferred, timeout, 1.0, f"{topic}: every partition led by its preferred replica"
+        )
+        return rounds
 
     def reassign(self, side: str, topic: str, replicas: dict[int, list[int]]) -> None:
         """Move partitions to these replica lists (the first one is the preferred leader) and
