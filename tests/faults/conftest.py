@@ -15,8 +15,8 @@ import pytest
 from confluent_kafka import KafkaException
 
 from scripts import kafkalocal
-from tests.faults.cluster3 import Clusters3, start_pair
-from tests.faults.harness import Result, full_mode, write_results
+from tests.faults.cluster3 import RATE3, Clusters3, start_pair
+from tests.faults.harness import RATE, Result, full_mode, write_results
 from tests.kafkatools import Clusters, delete_topic
 
 MODES = pytest.mark.parametrize(
@@ -28,8 +28,6 @@ MODES = pytest.mark.parametrize(
     indirect=True,
 )
 
-_RESULTS: dict[str, list[Result]] = {}
-
 
 @pytest.fixture
 def mode(request: pytest.FixtureRequest) -> str:
@@ -39,22 +37,34 @@ def mode(request: pytest.FixtureRequest) -> str:
     return value
 
 
-@pytest.fixture(scope="session")
-def fault_results() -> Iterator[Callable[[Result], None]]:
-    """record(result): collected and written to bench/results/faults-<mode>.json at the end."""
+def _collect(stem: str, rate: int) -> Iterator[Callable[[Result], None]]:
+    """record(result): collected and written to bench/results/<stem>-<mode>.json at the end."""
+    collected: dict[str, list[Result]] = {}
 
     def record(result: Result) -> None:
-        _RESULTS.setdefault(result.mode, []).append(result)
+        collected.setdefault(result.mode, []).append(result)
 
     yield record
-    for mode, results in _RESULTS.items():
-        path = write_results(results, mode)
-        print(f"\n[faults] {len(results)} scenario(s) written to {path}")
+    for mode, results in collected.items():
+        path = write_results(results, mode, stem, rate)
+        print(f"\n[{stem}] {len(results)} scenario(s) written to {path}")
         for r in results:
             print(
-                f"[faults] {r.scenario:<22} produced={r.produced} mirrored={r.mirrored} "
+                f"[{stem}] {r.scenario:<22} produced={r.produced} mirrored={r.mirrored} "
                 f"missing={r.missing} duplicates={r.duplicates} recovery={r.summary()}"
             )
+
+
+@pytest.fixture(scope="session")
+def fault_results() -> Iterator[Callable[[Result], None]]:
+    """The single-broker scenarios' results (faults-<mode>.json)."""
+    yield from _collect("faults", RATE)
+
+
+@pytest.fixture(scope="session")
+def fault_results3() -> Iterator[Callable[[Result], None]]:
+    """The 3-broker scenarios' results (faults3-<mode>.json), at their own load (RATE3)."""
+    yield from _collect("faults3", RATE3)
 
 
 @pytest.fixture

@@ -406,9 +406,10 @@ class Result:
         }
 
 
-def write_results(results: list[Result], mode: str) -> Path:
+def write_results(results: list[Result], mode: str, stem: str = "faults", rate: int = RATE) -> Path:
+    """bench/results/<stem>-<mode>.json (faults3: the 3-broker scenarios, their own rate)."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"faults-{mode}.json"
+    path = RESULTS_DIR / f"{stem}-{mode}.json"
     rev = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"],
         capture_output=True,
@@ -421,7 +422,7 @@ def write_results(results: list[Result], mode: str) -> Path:
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "git": rev or None,
         "host": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "rate_records_per_s": RATE,
+        "rate_records_per_s": rate,
         "commit_interval_ms": COMMIT_INTERVAL_MS,
         "session_timeout_ms": SESSION_TIMEOUT_MS,
         "scenarios": [{**asdict(r), **r.summary()} for r in results],

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from tests.faults import harness
-from tests.faults.cluster3 import Clusters3
+from tests.faults.cluster3 import LINGER_MS3, RATE3, Clusters3
 from tests.faults.harness import PARTITIONS, Load, Mirror, Progress, Result, mirror_args, topic_name
 from tests.faults.test_faults import CATCH_UP_S, _finish, _seed
 from tests.kafkatools import create_topic, delete_topic, wait_until
@@ -37,14 +37,6 @@ from tests.kafkatools import create_topic, delete_topic, wait_until
 Record = Callable[[Result], None]
 
 ENGINES = ("record", "batch")
-# Lower than the single-broker suite's 5,000/s: six broker JVMs share the machine here, and
-# what these scenarios test is where leaders go, not throughput.
-RATE = 2000
-# Source batches of about 100 records (2,000/s over 4 partitions, gathered for 200 ms): the
-# batch path copies each source batch as one, so the tiny batches of the single-broker suite
-# (about 6 records) would make it a round trip per handful of records, the case --engine auto
-# hands to the record path.
-LINGER_MS = 200
 
 
 def matrix(short: tuple[str, bool] | None) -> Any:
@@ -89,7 +81,7 @@ class Scenario:
         self.group = self.topic.replace("faults-", "g-", 1)
         direct = three.direct
         self.progress = Progress(direct, self.group, self.topic)
-        self.load = Load(direct.source_bootstrap, self.topic, rate=RATE, linger_ms=LINGER_MS)
+        self.load = Load(direct.source_bootstrap, self.topic, rate=RATE3, linger_ms=LINGER_MS3)
         args = mirror_args(
             tmp_path,
             three.proxied,
@@ -197,7 +189,7 @@ def _move_leaders(s: Scenario, kind: str) -> dict[str, Any]:
 
 @matrix(short=("batch", False))
 def test_leaders_move_on_the_target(
-    mode: str, engine: str, eos: bool, three: Clusters3, tmp_path: Path, fault_results: Record
+    mode: str, engine: str, eos: bool, three: Clusters3, tmp_path: Path, fault_results3: Record
 ) -> None:
     """Preferred-leader elections and partition reassignments on the target while mirroring:
     every leader moves (short: once; full: rotate, shrink, grow, rotate)."""
@@ -208,7 +200,7 @@ def test_leaders_move_on_the_target(
             s.fault(lambda k=kind: _move_leaders(s, k), f"leaders moved ({kind})")
 
     with guarantee(eos):
-        Scenario("leaders", mode, engine, eos, three, tmp_path).run(faults, fault_results)
+        Scenario("leaders", mode, engine, eos, three, tmp_path).run(faults, fault_results3)
 
 
 # --------------------------------------------------------------------------- kill -9
@@ -235,7 +227,7 @@ def _restart_killed(s: Scenario, down_s: float) -> dict[str, Any]:
 
 @matrix(short=("batch", True))
 def test_target_leader_killed(
-    mode: str, engine: str, eos: bool, three: Clusters3, tmp_path: Path, fault_results: Record
+    mode: str, engine: str, eos: bool, three: Clusters3, tmp_path: Path, fault_results3: Record
 ) -> None:
     """kill -9 of the target broker leading a mirrored partition (short: once; full: three
     times): the mirror copies on with 2 of 3 replicas; the broker comes back after 15 s.
@@ -249,7 +241,7 @@ def test_target_leader_killed(
             )
 
     with guarantee(eos):
-        Scenario("leader-kill9", mode, engine, eos, three, tmp_path).run(faults, fault_results)
+        Scenario("leader-kill9", mode, engine, eos, three, tmp_path).run(faults, fault_results3)
 
 
 # --------------------------------------------------------------------------- rolling restart
@@ -257,7 +249,7 @@ def test_target_leader_killed(
 
 @matrix(short=None)  # three broker restarts: 2-3 minutes here, too long for make test
 def test_target_rolling_restart(
-    mode: str, engine: str, eos: bool, three: Clusters3, tmp_path: Path, fault_results: Record
+    mode: str, engine: str, eos: bool, three: Clusters3, tmp_path: Path, fault_results3: Record
 ) -> None:
     """Every target broker restarted in turn (clean stop, start, wait until in sync), as an
     upgrade does. Recovery is measured from the end of the roll."""
@@ -266,7 +258,7 @@ def test_target_rolling_restart(
         s.fault(lambda: s.three.roll("target"), "target rolling restart")
 
     with guarantee(eos):
-        Scenario("rolling-restart", mode, engine, eos, three, tmp_path).run(faults, fault_results)
+        Scenario("rolling-restart", mode, engine, eos, three, tmp_path).run(faults, fault_results3)
 
 
 # --------------------------------------------------------------------------- latency
@@ -298,7 +290,7 @@ def _slow_network(s: Scenario, seconds: float) -> dict[str, Any]:
 
 @matrix(short=("record", True))
 def test_100ms_round_trip_with_jitter(
-    mode: str, engine: str, eos: bool, three: Clusters3, tmp_path: Path, fault_results: Record
+    mode: str, engine: str, eos: bool, three: Clusters3, tmp_path: Path, fault_results3: Record
 ) -> None:
     """The mirror 100 ms (± 40 ms) of round trip away from both clusters for 10 s (full: 60 s)."""
     seconds = 10.0 if mode == "short" else 60.0
@@ -307,4 +299,4 @@ def test_100ms_round_trip_with_jitter(
         s.fault(lambda: _slow_network(s, seconds), "100 ms RTT")
 
     with guarantee(eos):
-        Scenario("rtt-100ms", mode, engine, eos, three, tmp_path).run(faults, fault_results)
+        Scenario("rtt-100ms", mode, engine, eos, three, tmp_path).run(faults, fault_results3)

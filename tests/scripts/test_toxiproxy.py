@@ -1,6 +1,7 @@
 """scripts/toxiproxy.py and kafka-local's Toxiproxy server against the real toxiproxy-server
 (built by `make setup`), in front of a local echo server: each toxic does to a connection what
-the fault tests rely on. No broker; about 2 s."""
+the fault tests rely on. No broker, about 2 s; marked `faults` with the tests that use it (the
+binary comes from `make setup`, which `make test-unit` does not run)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from scripts.kafkalocal import proxy
 from scripts.toxiproxy import Toxiproxy, ToxiproxyError
 from tests.mirrorproc import free_port
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.faults
 
 
 class _Echo(socketserver.BaseRequestHandler):
