@@ -77,12 +77,13 @@ def target_cleanup(clusters: Clusters) -> Iterator[list[str]]:
             delete_topic(clusters.target_bootstrap, name, timeout=10, wait=False)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def clusters3() -> Iterator[Clusters3]:
     """Source and target as 3-broker clusters behind Toxiproxy (tests/faults/cluster3.py),
-    started by the first test that asks and stopped at the end of the session, also when tests
-    fail (atexit as a backstop); reused and left running when a healthy pair of those names
-    already runs."""
+    started by the first test that asks and stopped after the last test of tests/faults, also
+    when tests fail (atexit as a backstop): six idle JVMs would otherwise hold 2 GB and some
+    CPU through the rest of make test. Reused and left running when a healthy pair of those
+    names already runs."""
     try:
         pair = start_pair()
     except (kafkalocal.ClusterError, KafkaException, RuntimeError, TimeoutError) as exc:
