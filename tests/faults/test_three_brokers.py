@@ -12,7 +12,7 @@ exit fails the scenario (a Deployment would restart it, but none of these faults
 to give up).
 
 The short tier (marker `faults`, in `make test`) runs one engine x guarantee per scenario but
-the rolling restart (three broker restarts are minutes here); the full tier (`slow`,
+the leader kill and the rolling restart (minutes each here); the full tier (`slow`,
 `make test-faults`) all four of each, with more faults each, and the validation job confirms
 each exactly-once run.
 """
@@ -225,7 +225,7 @@ def _restart_killed(s: Scenario, down_s: float) -> dict[str, Any]:
     return {"in_sync_after_s": round(s.three.in_sync("target"), 1)}
 
 
-@matrix(short=("batch", True))
+@matrix(short=None)  # a kill, 15 s down, catch-up: ~2 minutes here; the full tier covers it
 def test_target_leader_killed(
     mode: str, engine: str, eos: bool, three: Clusters3, tmp_path: Path, fault_results3: Record
 ) -> None:
