@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
 from kmirror.config.model import MirrorConfig
+from kmirror.control.gate import Gate
 from kmirror.errors import CommitError
 from kmirror.kafka import clients
 from kmirror.kafka.connect import CONNECT_TIMEOUT_S, await_metadata
@@ -67,6 +68,7 @@ class Stream:
         on_tick: Callable[[StreamState], None] | None = None,
         tuning: Tuning = DEFAULT_TUNING,
         engine: CopierFactory = RecordCopier,
+        gate: Gate | None = None,
     ) -> None:
         self._config = config
         self._metrics = metrics
@@ -76,6 +78,8 @@ class Stream:
         self._tuning = tuning
         self._engine = engine
         self.state = StreamState()
+        # Paused topics, a drain, throttles (kmirror.control.gate): the stream process feeds it.
+        self.gate = gate or Gate()
         self._latch = FailureLatch(config.abort_on_send_failure)
         self._book = ProgressBook()
         self._topics = TopicManager(config)
@@ -334,6 +338,10 @@ class Stream:
             self._store.close(0 if not clean else 5)
         # The last attempt counts: close() revokes, and the revocation commits again.
         return not self._uncommitted
+
+    def positions(self) -> dict[SourcePartition, tuple[int, int]]:
+        """Per owned partition (acknowledged, committed) source offsets: the live status."""
+        return {k: (b.acked, b.committed) for k, b in self._book.items()}
 
     # -- the subscription's listener -----------------------------------------------------------
 
