@@ -5,10 +5,12 @@ its queue of batches: sent or not, in order. Like the Java producer: up to ``max
 batches per partition in flight (the broker de-duplicates the last five per producer), one
 batch per partition per request, several requests in flight per connection. A retriable
 error sends the partition's unacknowledged batches again, in order, with the same sequence
-numbers, once everything it had in flight has come back; a broken sequence
-(OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID) starts a new session and re-sends
-everything unacknowledged under the new producer id (at-least-once: the target may hold a
-batch twice, the progress book records the newer copy).
+numbers, once everything it had in flight has come back; so does an
+OUT_OF_ORDER_SEQUENCE_NUMBER behind a batch not acknowledged yet (``behind_unresolved``: a
+leader change with batches in flight). A broken sequence (OUT_OF_ORDER_SEQUENCE_NUMBER of the
+next batch, UNKNOWN_PRODUCER_ID) starts a new session and re-sends everything unacknowledged
+under the new producer id (at-least-once: the target may hold a batch twice, the progress book
+records the newer copy).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ PRODUCE_VERSION = 9  # topic names (v13+ wants topic ids); one batch per partiti
 RETRY_BACKOFF_S = 0.1
 SEQUENCE_LIMIT = 2**31
 DUPLICATE_SEQUENCE = 46
+OUT_OF_ORDER_SEQUENCE = 45
 TOO_LARGE = {10: "MESSAGE_TOO_LARGE", 18: "RECORD_LIST_TOO_LARGE"}
 # The broker lost or refuses our sequence: a new producer id is the way out.
 SESSION_ERRORS = {45, 47, 59, 90}
@@ -85,6 +88,20 @@ class Queue:
     in_flight: int = 0
     retrying: bool = False
     retry_at: float = 0.0
+
+
+def behind_unresolved(q: Queue, p: Pending) -> bool:
+    """Is a batch ahead of p in its partition's queue not acknowledged yet (in flight, or
+    failed and waiting to go again)? An OUT_OF_ORDER_SEQUENCE_NUMBER for p is then that
+    batch's doing, not a lost sequence: e.g. a leader change with batches in flight, where the
+    old leader refused the one ahead and the new leader saw p first. p goes again after it, with
+    its sequence, as the Java producer retries it (TransactionManager.canRetry)."""
+    for item in q.items:
+        if item is p:
+            return False
+        if item.target_offset is None:
+            return True
+    return False
 
 
 class ProducerSession:
@@ -353,7 +370,9 @@ class ProducerSession:
                 permanent=True,
                 code=code,
             )
-        if code in SESSION_ERRORS and not q.retrying:
+        if code == OUT_OF_ORDER_SEQUENCE and behind_unresolved(q, p):
+            pass  # goes again after the batch ahead (below); the sequence is not lost
+        elif code in SESSION_ERRORS and not q.retrying:
             self._reset = True
         elif code not in RETRIABLE and code not in SESSION_ERRORS and code != -1:
             detail = "" if part is None else f" {part.error_message or ''}"
