@@ -33,16 +33,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("kmirror", "kmirror.errors", "kmirror.partitions")),
     ("config", ("kmirror.config",)),
     ("access", ("kmirror.kafka", "kmirror.metrics")),
-    ("progress", ("kmirror.progress",)),
-    (
-        "parts",
-        (
-            "kmirror.config.javaclient",
-            "kmirror.control",
-            "kmirror.mirror.batch",
-            "kmirror.schemas",
-        ),
-    ),
+    ("progress", ("kmirror.progress", "kmirror.control")),
+    ("parts", ("kmirror.config.javaclient", "kmirror.mirror.batch", "kmirror.schemas")),
     ("features", ("kmirror.config.dialects", "kmirror.mirror", "kmirror.dr")),
     ("process", ("kmirror.logsetup", "kmirror.entrypoint")),
     ("app", ("kmirror.app",)),

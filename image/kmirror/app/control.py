@@ -22,9 +22,9 @@ from kmirror.config.model import MirrorConfig
 from kmirror.config.throttle import ThrottleSettings
 from kmirror.control import state as records
 from kmirror.control.state import ControlState, Drain, DrainReport
-from kmirror.control.store import ControlStore
+from kmirror.control.store import POLL_S, ControlStore
 from kmirror.control.throttle import share
-from kmirror.errors import ConfigError
+from kmirror.errors import ConfigError, KmirrorError
 from kmirror.kafka.cluster import Cluster
 from kmirror.kafka.plan import plan
 from kmirror.partitions import SourcePartition
@@ -33,6 +33,7 @@ from kmirror.progress.status import status_doc, status_rows
 log = logging.getLogger(__name__)
 
 STATUS_TIMEOUT_S = 10.0
+CAPTURE_WAIT_S = 10.0  # at most, for this replica's streams to hold before a drain's capture
 
 Send = Callable[[int, Orders], None]  # stream id -> its queue
 
@@ -139,12 +140,25 @@ class FlowControl:
         return self._write(records.resume_record(topic))
 
     def drain(self) -> Drain:
-        """Capture the source's end offsets of every selected topic now (read_committed: what
-        the mirror can copy) and drain to them."""
-        topics = plan(self.config, STATUS_TIMEOUT_S)
-        tps = [(r["source"], p) for r in topics for p in range(r["partitions"])]
-        marks = Cluster(self.config, "source", STATUS_TIMEOUT_S).watermarks(tps)
-        drain = Drain(uuid.uuid4().hex[:12], time.time(), {k: hi for k, (_, hi) in marks.items()})
+        """Stop every stream where it is (the drain `capturing`), then capture the source's end
+        offsets of every selected topic (read_committed: what the mirror can copy) and drain
+        to them (kmirror.control.state.Drain says why in two steps)."""
+        drain = Drain(uuid.uuid4().hex[:12], time.time(), {}, capturing=True)
+        self._write(records.drain_record(drain))
+        try:
+            # This replica's streams say when they hold; other replicas read the topic every
+            # POLL_S and act within a step.
+            deadline = time.monotonic() + CAPTURE_WAIT_S
+            while not self.applied() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(POLL_S + 0.5)
+            topics = plan(self.config, STATUS_TIMEOUT_S)
+            tps = [(r["source"], p) for r in topics for p in range(r["partitions"])]
+            marks = Cluster(self.config, "source", STATUS_TIMEOUT_S).watermarks(tps)
+        except KmirrorError:
+            self._write(records.drain_record(None))  # not left holding everything
+            raise
+        drain = Drain(drain.id, drain.at, {k: hi for k, (_, hi) in marks.items()})
         self._write(records.drain_record(drain))
         return drain
 
@@ -173,7 +187,7 @@ class FlowControl:
         for key, (_, done) in self.positions().items():
             if key in drain.ends and done >= 0:
                 committed[key] = max(done, committed.get(key, -1))
-        return DrainReport(drain.id, drain.ends, committed)
+        return DrainReport(drain.id, drain.ends, committed, drain.capturing)
 
     def status(self) -> dict[str, Any]:
         rows = status_rows(self.config, STATUS_TIMEOUT_S, self.positions())

@@ -54,13 +54,12 @@ class Gate:
     def limits(self, keys: Iterable[SourcePartition]) -> dict[SourcePartition, int]:
         return self.state.limits(keys)
 
-    def draining(self, acked: dict[SourcePartition, int]) -> bool:
-        """A drain waits for these partitions (owned, with their acknowledged offsets) to be
-        copied to their ends: the stream commits often until they are."""
-        drain = self.state.drain
-        if drain is None:
+    def draining(self, committed: dict[SourcePartition, int]) -> bool:
+        """A drain waits for these partitions (a stream's, with their committed offsets) to be
+        committed up to their limits: the stream commits often until they are."""
+        if self.state.drain is None:
             return False
-        return not drained({k: drain.limit(k) for k in acked}, acked)
+        return not drained(self.state.limits(committed), committed)
 
     # -- the throttle ---------------------------------------------------------------------------
 

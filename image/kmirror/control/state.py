@@ -34,23 +34,29 @@ THROTTLE = "throttle"
 @dataclass(frozen=True)
 class Drain:
     """Copy up to `ends` (the source's end offsets when the drain was asked for), commit, then
-    copy nothing more. A partition that did not exist then (a new topic) is not copied."""
+    copy nothing more. A partition that did not exist then (a new topic) is not copied.
+
+    A drain is written twice: first `capturing` (no ends yet: every partition's limit is 0, so
+    every stream of every replica stops where it is), then, once they have stopped, with the
+    ends read from the source. So nothing was copied past the ends before the streams knew
+    them: the copy stops exactly there."""
 
     id: str
     at: float
     ends: Mapping[SourcePartition, int]
+    capturing: bool = False
 
     def limit(self, key: SourcePartition) -> int:
         return self.ends.get(key, 0)
 
     def to_json(self) -> dict[str, Any]:
         ends = [[t, p, e] for (t, p), e in sorted(self.ends.items())]
-        return {"id": self.id, "at": self.at, "ends": ends}
+        return {"id": self.id, "at": self.at, "ends": ends, "capturing": self.capturing}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Drain:
         ends = {(str(t), int(p)): int(e) for t, p, e in doc["ends"]}
-        return cls(str(doc["id"]), float(doc["at"]), ends)
+        return cls(str(doc["id"]), float(doc["at"]), ends, bool(doc.get("capturing", False)))
 
 
 @dataclass(frozen=True)
@@ -148,14 +154,17 @@ class DrainReport:
                 out[key] = end - max(committed, 0)
         return out
 
+    capturing: bool = False
+
     @property
     def complete(self) -> bool:
-        return not self.remaining
+        return not self.capturing and not self.remaining
 
     def to_json(self) -> dict[str, Any]:
         left = self.remaining
         return {
             "id": self.id,
+            "capturing": self.capturing,
             "complete": self.complete,
             "records_left": sum(left.values()),
             "partitions": [
@@ -171,7 +180,6 @@ class DrainReport:
         }
 
 
-def drained(ends: Mapping[SourcePartition, int], acked: Mapping[SourcePartition, int]) -> bool:
-    """A stream's part of a drain is copied: every partition it owns is acknowledged up to its
-    end (the stream then commits; `DrainReport` judges by the commits)."""
-    return all(acked.get(k, -1) >= end for k, end in ends.items())
+def drained(ends: Mapping[SourcePartition, int], done: Mapping[SourcePartition, int]) -> bool:
+    """Every partition is done (acknowledged, or committed) up to its end."""
+    return all(done.get(k, -1) >= end for k, end in ends.items())

@@ -56,6 +56,7 @@ log = logging.getLogger(__name__)
 
 MAX_RETRY_BACKOFF_S = 30.0
 RETRY_ONLINE_S = 5.0
+DRAIN_COMMIT_S = 1.0
 
 
 class Stream:
@@ -131,6 +132,7 @@ class Stream:
                     client_errors=self._client_errors,
                     consume_batch=self._tuning.consume_batch,
                     consume_timeout_s=self._tuning.consume_timeout_s,
+                    gate=self.gate,
                 )
             )
             if isinstance(self._copier, Transactional):
@@ -156,9 +158,18 @@ class Stream:
                 self._check()
                 if time.monotonic() - self._last_commit >= interval:
                     self._commit("interval")
+                elif self._drain_due():
+                    self._commit("drain")
             clean = True
         finally:
             self._shutdown(clean)
+
+    def _drain_due(self) -> bool:
+        """A drain (kmirror.control.gate) waits for this stream's partitions to be committed
+        up to their ends: commit every DRAIN_COMMIT_S until they are."""
+        if time.monotonic() - self._last_commit < DRAIN_COMMIT_S:
+            return False
+        return self.gate.draining({k: b.committed for k, b in self._book.items()})
 
     def _connect(self, consumer: Consumer, copier: Copier) -> None:
         """Start-up: both clusters answer, or a clear ClusterError (exit 3) in bounded time.
