@@ -22,6 +22,12 @@ from kmirror.control.state import ControlState, drained
 from kmirror.control.throttle import TAIL_S, Throttle
 from kmirror.partitions import SourcePartition
 
+# Under a throttle a record copier consumes at most this many seconds of the smallest limit at a
+# time (a consume is charged after it is taken, so this bounds the overdraw), but never fewer
+# than MIN_BATCH records (so one small topic limit does not make every step tiny).
+BATCH_S = 0.1
+MIN_BATCH = 50
+
 OnThrottled = Callable[[str, Kind, float], None]  # topic, class, seconds held back
 
 
@@ -92,6 +98,13 @@ class Gate:
     def charge(self, key: SourcePartition, records: int, nbytes: int) -> None:
         if self.throttle.limited:
             self.throttle.charge(key[0], self.kind(key), records, nbytes, self._clock())
+
+    def batch(self, most: int, record_bytes: float) -> int:
+        """How many records a record copier may consume at once (`most` without a throttle)."""
+        smallest = self.throttle.smallest(record_bytes) if self.throttle.limited else None
+        if smallest is None:
+            return most
+        return min(most, max(MIN_BATCH, int(smallest * BATCH_S)))
 
     def classes(self, keys: Iterable[SourcePartition]) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(topics with backlog partitions, topics with tail partitions) among `keys`."""

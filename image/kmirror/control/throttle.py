@@ -113,6 +113,15 @@ class Throttle:
         scope = self._topics.get((topic, kind))
         return self._flow[kind].open(now) and (scope is None or scope.open(now))
 
+    def smallest(self, record_bytes: float) -> float | None:
+        """The smallest limit in force, in records per second (a bytes limit converted at
+        `record_bytes` a record); None without limits."""
+        rates = [self.settings.flow.of(k) for k in KINDS]
+        rates += [r.of(k) for _, r in self.settings.topics for k in KINDS]
+        per_s = [r.records_per_s for r in rates if r.records_per_s is not None]
+        per_s += [r.bytes_per_s / max(record_bytes, 1.0) for r in rates if r.bytes_per_s]
+        return min(per_s, default=None)
+
     def charge(self, topic: str, kind: Kind, records: int, nbytes: int, now: float) -> None:
         self._flow[kind].take(records, nbytes, now)
         scope = self._topics.get((topic, kind))

@@ -28,6 +28,8 @@ from kmirror.partitions import SourcePartition
 
 log = logging.getLogger(__name__)
 
+FIRST_RECORD_BYTES = 4096.0
+
 
 class RecordGate:
     def __init__(self, gate: Gate, consumer: Consumer) -> None:
@@ -38,6 +40,9 @@ class RecordGate:
         self._limits: dict[SourcePartition, int] = {}
         self.held: dict[SourcePartition, int] = {}  # the first offset not copied
         self._paused: set[SourcePartition] = set()  # paused here (not by another owner)
+        # Bytes of key and value per record, as consumed lately (a bytes throttle's batch size;
+        # a first guess on the large side keeps the first batch small).
+        self._record_bytes = FIRST_RECORD_BYTES
 
     @property
     def active(self) -> bool:
@@ -75,6 +80,11 @@ class RecordGate:
                 continue
             self.held.pop(key, None)
             self._paused.discard(key)
+
+    def batch(self, most: int) -> int:
+        """How many records to consume at once: under a throttle a consume is charged after it
+        is taken, so its size bounds how far a step overdraws the limit."""
+        return self._gate.batch(most, self._record_bytes)
 
     def _closed(self, key: SourcePartition) -> bool:
         limit = self._limits.get(key)
@@ -118,6 +128,10 @@ class RecordGate:
         for key, (records, nbytes, last) in seen.items():
             self._mark_end(key, last)
             self._gate.charge(key, records, nbytes)
+        if seen:
+            records = sum(acc[0] for acc in seen.values())
+            nbytes = sum(acc[1] for acc in seen.values())
+            self._record_bytes = 0.8 * self._record_bytes + 0.2 * nbytes / records
         return out
 
     def _mark_end(self, key: SourcePartition, last: int) -> None:

@@ -199,7 +199,7 @@ class RecordCopier:
         with a timeout would hold a trickle of records back for up to the timeout."""
         self._consuming = True
         try:
-            msgs = self._consumer.consume(self._batch, 0)
+            msgs = self._consumer.consume(self._gating.batch(self._batch), 0)
             return msgs or self._consumer.consume(1, self.consume_timeout_s)
         finally:
             self._consuming = False

@@ -104,3 +104,13 @@ def test_streams_share_a_limit_among_those_that_need_it() -> None:
     assert mine.flow.backlog == Rate(bytes_per_s=450.0)  # two streams catch up
     assert mine.flow.tail == Rate(records_per_s=90.0)  # one keeps up
     assert mine.topic("t") is not None and mine.topic("t").backlog == Rate(bytes_per_s=30.0)  # type: ignore[union-attr]
+
+
+def test_a_record_copier_consumes_a_tenth_of_a_second_of_the_smallest_limit() -> None:
+    gate = Gate()
+    assert gate.batch(5000, 1000.0) == 5000  # no throttle: the whole batch
+    gate.update(ControlState(), parse_throttle("backlog.records=4000,t:tail.bytes=2000000", "x"))
+    # The smallest: 4,000 records/s, or 2 MB/s of 1 kB records = 2,000/s.
+    assert gate.batch(5000, 1000.0) == 200
+    assert gate.batch(5000, 10_000.0) == 50  # 2 MB/s of 10 kB: 200/s, 20; but never below 50
+    assert gate.batch(10, 1000.0) == 10
