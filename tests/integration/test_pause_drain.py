@@ -97,7 +97,9 @@ def drain_and_watch(mirror: MirrorProcess, clusters: Clusters, topics: list[str]
     time.sleep(WATCH_S)
     assert on_target() == ends
     assert sum(sum(end_offsets(src, t).values()) for t in topics) > sum(ends.values())
-    rows = status(mirror)["partitions"]
+    doc = status(mirror)
+    assert doc["control"]["drain"]["complete"], doc["control"]  # `kmirror status`: "drained"
+    rows = doc["partitions"]
     assert all(r["held"] and r["committed"] == ends[(r["topic"], r["partition"])] for r in rows)
     for topic in topics:  # byte for byte up to the ends
         source, target = records(src, topic), records(dst, topic)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 from kmirror.cli.control import UnreachableError, ask
 from kmirror.cli.flags import options_from
@@ -37,4 +39,30 @@ def status(args: argparse.Namespace) -> int:
     else:
         print(table(rows_from_doc(doc)))
         print(f"total lag {doc['lag']} record(s), group {config.group_id}")
+        for line in control_lines(doc.get("control")):
+            print(line)
     return 0
+
+
+def control_lines(control: Mapping[str, Any] | None) -> list[str]:
+    """What the running mirror's control state changes about the copy (nothing when it is
+    copying everything, or when the status was read from the last commit)."""
+    if not control:
+        return []
+    out = []
+    if control["paused"]:
+        out.append("paused: " + ", ".join(control["paused"]))
+    drain = control["drain"]
+    if drain is not None and drain["complete"]:
+        out.append(
+            f"drained (drain {drain['id']}): every partition committed up to the source end "
+            "captured at the drain; copying nothing more"
+        )
+    elif drain is not None:
+        step = "capturing the source ends" if drain["capturing"] else "draining"
+        out.append(f"{step} (drain {drain['id']}): {drain['records_left']} record(s) left")
+    if control["throttle_set_at_run_time"]:
+        out.append("throttle set at run time: " + json.dumps(control["throttle"]))
+    if not control["applied"]:
+        out.append("(not every stream acts on this yet)")
+    return out

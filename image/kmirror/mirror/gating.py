@@ -19,7 +19,7 @@ batch-path partitions, the subscription's partitions waiting for a target leader
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Set
+from collections.abc import Callable, Iterable, Set
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
@@ -92,9 +92,11 @@ class RecordGate:
             return True
         return not self._gate.open(key)
 
-    def _call(self, method: object, keys: list[SourcePartition]) -> bool:
+    def _call(
+        self, method: Callable[[list[TopicPartition]], object], keys: list[SourcePartition]
+    ) -> bool:
         try:
-            method([TopicPartition(*k) for k in keys])  # type: ignore[operator]
+            method([TopicPartition(*k) for k in keys])
         except KafkaException as exc:  # not taken by the consumer yet: next step
             log.debug("pause deferred: %s", exc)
             return False
