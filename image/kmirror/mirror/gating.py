@@ -62,7 +62,10 @@ class RecordGate:
         if self._version != self._gate.version or mine != self._mine:
             self._version, self._mine = self._gate.version, frozenset(mine)
             self._limits = self._gate.limits(mine)
-            self._paused &= self._mine  # gone (revoked, moved to the batch path): not ours
+            # Gone (revoked, moved to the batch path): not ours. The batch path goes on from the
+            # book, which never passed a held record, so nothing held is kept for a return.
+            self._paused &= self._mine
+            self.held = {k: v for k, v in self.held.items() if k in self._mine}
         closed = {k for k in mine if self._closed(k)}
         stop = sorted(closed - self._paused)
         go = sorted(self._paused - closed)

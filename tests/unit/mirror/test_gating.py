@@ -108,3 +108,19 @@ def test_records_past_the_limit_are_held_and_the_copy_goes_on_from_the_first() -
     rg.regate({key})
     assert consumer.calls[1:] == [("seek", [("t", 0, 12)]), ("resume", [("t", 0, -1001)])]
     assert rg.held == {} and rg.clamp(key, 15) == 15
+
+
+def test_a_partition_that_leaves_the_record_path_leaves_nothing_held() -> None:
+    """(The hybrid copier moves partitions to the batch path, which goes on from the book.)"""
+    key = ("t", 0)
+    g = gate(ControlState(paused=frozenset({"t"})))
+    consumer = ConsumerCalls()
+    rg = RecordGate(g, cast(Consumer, consumer))
+    rg.regate({key})  # paused at once
+    assert rg.admit([message(7)]) == []  # consumed before the pause took hold
+    assert rg.held == {key: 7} and consumer.calls == [("pause", [("t", 0, -1001)])]
+    rg.regate(set())
+    assert rg.held == {}
+    g.update(ControlState(), NO_THROTTLE)
+    rg.regate({key})  # back, and resumed: the hybrid copier seeks it, not the gate
+    assert consumer.calls[1:] == [] and rg.clamp(key, 9) == 9
