@@ -2,9 +2,11 @@
 
 A bucket holds up to one second of its rate and may go into debt: a copier asks `open` before
 it fetches (the batch path) or consumes (the record path) a partition, and is charged
-afterwards with what it really copied. A fetch of up to a partition's fetch size can overdraw
-the bucket by that much once; the debt is paid before the next one, so over any minute the rate
-holds to well within a percent at 10 MB/s (scripts/bench/throttle.py measures it).
+afterwards with what it really copied. One step (a fetch of up to a partition's fetch size; a
+record copier's consume, kept to 0.1 s of the smallest limit by kmirror.control.gate) can
+overdraw the bucket by that much once; the debt is paid before the next one, so the average
+holds (tests/unit/control/test_throttle.py simulates a minute of fetches at 1 MB/s;
+tests/integration/test_throttle.py copies under a limit on both engines).
 
 Every partition is charged to two scopes, the flow and its topic, each with a backlog and a
 tail bucket per unit (bytes, records): a partition is in the *tail* while it reached its
