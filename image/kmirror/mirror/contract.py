@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 from confluent_kafka import Consumer, KafkaError
 
 from kmirror.config.model import MirrorConfig
+from kmirror.control.gate import Gate
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.latch import FailureLatch
 from kmirror.partitions import SourcePartition
@@ -73,6 +74,8 @@ class CopierContext:
     client_errors: list[KafkaError]  # start-up errors for the connection check
     consume_batch: int = CONSUME_BATCH
     consume_timeout_s: float = CONSUME_TIMEOUT_S
+    # Paused topics, drains, throttles (kmirror.control.gate); None: nothing limits the copy.
+    gate: Gate | None = None
 
 
 CopierFactory = Callable[[CopierContext], Copier]

@@ -36,6 +36,7 @@ from kmirror.kafka.connect import CONNECT_TIMEOUT_S
 from kmirror.kafka.wire import selector
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.batch.fetcher import Fetched, Fetcher
+from kmirror.mirror.batch.gating import BatchGate
 from kmirror.mirror.batch.producer import Pending, ProducerSession
 from kmirror.mirror.batch.records import Batch
 from kmirror.mirror.batch.sizes import BatchSizes
@@ -119,6 +120,9 @@ class BatchCopier:
         # like a fallback, and the record path copies on (kmirror.mirror.batch.sizes).
         self.sizes = BatchSizes(judge=leave_small)
         self._started = False
+        # Paused topics, drains, throttles (kmirror.mirror.batch.gating); the stream's gate is
+        # handed over by the hybrid copier.
+        self.gating = BatchGate()
 
     # -- partitions -----------------------------------------------------------------------------
 
@@ -217,14 +221,17 @@ class BatchCopier:
         acked = self._acknowledged()
         if fetch:
             for fetched in self._fetcher.take():
-                self._hand(fetched)
+                self._hand(self.gating.cut(fetched, self._fetcher))
+            self.gating.mark_ends(self._fetcher, self._targets)
             self._fetcher.send(self._room)
         self._session.send()
         return acked
 
     def _room(self, key: SourcePartition) -> bool:
-        return key not in self._stopping and self._session.queued(self._targets[key]) < (
-            self._max_queue
+        return (
+            key not in self._stopping
+            and self._session.queued(self._targets[key]) < self._max_queue
+            and self.gating.room(key, self._fetcher.position(key))
         )
 
     def _hand(self, fetched: Fetched) -> None:
