@@ -77,7 +77,12 @@ KITCHEN_SINK: dict[str, Any] = {
     "consumerGroup": "dr-mirror",
     "whitelist": "orders.*,payments",
     "blacklist": "orders-internal",
-    "rename": {"policy": "prefix", "sourceAlias": "primary"},
+    "rename": {
+        "policy": "prefix",
+        "sourceAlias": "primary",
+        "map": "orders:shop.orders.v2",
+        "rules": "^team-a\\.(.*)$ -> a.$1",
+    },
     "partitioning": "hash",
     "replicationFactor": 3,
     "extraConsumerProperties": {"fetch.max.bytes": 52428800},

@@ -38,6 +38,13 @@ EXACTLY_ONCE: {{ $v.exactlyOnce | toString | quote }}
 KMIRROR_RENAME_POLICY: {{ $v.rename.policy | quote }}
 KMIRROR_SOURCE_ALIAS: {{ $v.rename.sourceAlias | quote }}
 KMIRROR_TARGET_ALIAS: {{ $v.rename.targetAlias | quote }}
+{{- with $v.rename.map }}
+KMIRROR_TOPIC_MAP: {{ . | toString | quote }}
+{{- end }}
+{{- with $v.rename.rules }}
+KMIRROR_TOPIC_RULES: {{ . | toString | quote }}
+{{- end }}
+KMIRROR_TOPIC_MAPPING_PREFIX: {{ $v.rename.mappingPrefix | toString | quote }}
 {{- with $v.disasterRecovery }}
 KMIRROR_EMIT_CHECKPOINTS: {{ .emitCheckpoints | toString | quote }}
 KMIRROR_EMIT_CHECKPOINTS_INTERVAL_SECONDS: {{ .checkpointsIntervalSeconds | toString | quote }}

@@ -42,7 +42,7 @@ def plan(config: MirrorConfig, timeout: float) -> list[dict[str, Any]]:
     target = _topics(config, "target", timeout)
     rows = []
     for topic in config.topics.select(set(source)):
-        dst = config.target_topic(topic)
+        dst, how = config.rename.explain(topic)
         have = target.get(dst)
         if have is None:
             action = "create" if config.create_topics else "missing"
@@ -54,6 +54,7 @@ def plan(config: MirrorConfig, timeout: float) -> list[dict[str, Any]]:
             {
                 "source": topic,
                 "target": dst,
+                "named_by": how,
                 "partitions": source[topic],
                 "target_partitions": have,
                 "action": action,
@@ -78,10 +79,12 @@ def check(args: argparse.Namespace) -> int:
         for r in rows:
             tp = "-" if r["target_partitions"] is None else r["target_partitions"]
             print(
-                f"{r['source']} -> {r['target']}  partitions {r['partitions']} "
-                f"(target {tp})  {r['action']}"
+                f"{r['source']} -> {r['target']}  ({r['named_by']})  partitions "
+                f"{r['partitions']} (target {tp})  {r['action']}"
             )
         print_schema_plan(config, subjects)
+    # Two topics onto one target, or a loop: refused (exit 2) after the mapping was shown.
+    config.target_names([r["source"] for r in rows])
     if not rows:
         raise TopicError(
             f"no source topic matches include={list(config.topics.include)} "

@@ -89,6 +89,25 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "into it; heartbeat keys",
         "target",
     ),
+    # Topic mapping rules (docs/migrations.md): kmirror's own, in every dialect.
+    EnvVar(
+        "KMIRROR_TOPIC_MAP",
+        "Target names of single topics: SOURCE:TARGET,... (e.g. orders:shop.orders.v2); "
+        "wins over the rules",
+        "",
+    ),
+    EnvVar(
+        "KMIRROR_TOPIC_RULES",
+        "Ordered regex rules REGEX -> REPLACEMENT;... matched against the whole source "
+        "topic name, back-references $1 or \\1 (e.g. ^team-a\\.(.*)$ -> a.$1)",
+        "",
+    ),
+    EnvVar(
+        "KMIRROR_TOPIC_MAPPING_PREFIX",
+        "true: the prefix rename policy also prefixes mapped names; false: a mapped name is "
+        "the target name",
+        "false",
+    ),
     # Disaster recovery (docs/disaster-recovery.md): MM2's settings, off by default here.
     EnvVar("KMIRROR_EMIT_CHECKPOINTS", "MM2's `emit.checkpoints.enabled`", "false"),
     EnvVar(

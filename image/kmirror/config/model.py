@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,6 +31,7 @@ from kmirror.config.topics import (
     HEARTBEATS_TOPIC,
     RenamePolicy,
     TopicSelection,
+    check_names,
     compile_pattern,
     split_patterns,
 )
@@ -217,7 +219,21 @@ class MirrorConfig:
         return timeout_ms(given, self.offset_commit_interval_ms)
 
     def target_topic(self, source_topic: str) -> str:
+        """The one mapping from a source topic to its target topic (RenamePolicy)."""
         return self.rename.target_topic(source_topic)
+
+    def source_topic(self, target_topic: str, sources: Iterable[str]) -> str | None:
+        """The same mapping backwards, among candidate source topics (RenamePolicy)."""
+        return self.rename.source_topic(target_topic, sources)
+
+    def target_names(self, sources: Iterable[str]) -> dict[str, str]:
+        """Selected source topic -> target topic, refusing collisions and loops (TopicError,
+        config.topics.check_names): what the mirror subscribes to and `kmirror check` shows."""
+        reserved = [self.progress_topic, self.rename.checkpoints_topic]
+        if self.dr.emit_heartbeats:
+            reserved.append(HEARTBEATS_TOPIC)
+        same = _servers(self.source.bootstrap_servers) == _servers(self.target.bootstrap_servers)
+        return check_names(self.topics, self.rename, sources, same_cluster=same, reserved=reserved)
 
     @property
     def progress_topic(self) -> str:
@@ -227,3 +243,7 @@ class MirrorConfig:
 
     def excluded_config(self, name: str) -> bool:
         return any(re.fullmatch(p, name) for p in self.config_excludes)
+
+
+def _servers(bootstrap: str) -> frozenset[str]:
+    return frozenset(s.strip().lower() for s in bootstrap.split(",") if s.strip())

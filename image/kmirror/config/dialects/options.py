@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kmirror.config.dialects import dr, schemas
+from kmirror.config.dialects import dr, schemas, topicnames
 from kmirror.config.dialects.properties import PropertiesFile
 from kmirror.config.model import DEFAULT_NUM_STREAMS, DEFAULT_OFFSET_COMMIT_INTERVAL_MS
 from kmirror.config.values import parse_bool, parse_float, parse_int
@@ -46,6 +46,12 @@ def _opt(
 def _dr(name: str) -> Any:
     flag, help_text = dr.FLAG_HELP[name]
     return _opt(flag, help_text, "SECONDS" if name.endswith("_s") else "BOOL")
+
+
+def _names(name: str, metavar: str) -> Any:
+    """A topic mapping flag (kmirror.config.dialects.topicnames names and documents it)."""
+    flag, help_text = topicnames.FLAG_HELP[name]
+    return _opt(flag, help_text, metavar)
 
 
 def _schema(name: str, metavar: str = "VALUE") -> Any:
@@ -142,6 +148,9 @@ class Options:
     source_alias: str | None = _opt(
         "--source-alias", "alias used by the prefix rename policy", "ALIAS"
     )
+    topic_map: str | None = _names("topic_map", "SOURCE:TARGET,...")
+    topic_rules: str | None = _names("topic_rules", "'REGEX -> NAME;...'")
+    topic_mapping_prefix: bool | None = _names("topic_mapping_prefix", "BOOL")
     target_alias: str | None = _opt(
         "--target-alias",
         "alias of the target cluster (prefix policy: `<alias>.*` topics never go back)", "ALIAS",
