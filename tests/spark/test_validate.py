@@ -351,9 +351,7 @@ def test_mapped_names_validate_and_topics_may_name_the_target(
         rename = RenamePolicy(mapping=TopicMapping(((source, mapped),)))
         config = config_for(world.clusters, rename=rename)
         report = run(spark, prepare(config, Options(), TopicSelection(include=(mapped,))))
-        assert [(t.topic, t.target_topic, t.ok) for t in report.topics] == [
-            (source, mapped, True)
-        ]
+        assert [(t.topic, t.target_topic, t.ok) for t in report.topics] == [(source, mapped, True)]
         assert sum(p.source_count for p in report.topics[0].partitions) == 90
     finally:
         delete_topic(world.clusters.target_bootstrap, mapped, wait=False)
