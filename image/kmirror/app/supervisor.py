@@ -24,6 +24,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Gauge
 
 from kmirror import __version__
+from kmirror.acls.sync import AclSyncService
 from kmirror.app.lifeline import SnapshotQueue, ThrottledLog
 from kmirror.app.streamproc import SHUTDOWN_GRACE_S, stream_main
 from kmirror.config.model import MirrorConfig
@@ -129,6 +130,9 @@ class Supervisor:
             )
             self._server.start()
         dr = DrService(self._config, self._registry) if self._config.dr.enabled else None
+        acls = AclSyncService(self._config, self._registry) if self._config.acls.enabled else None
+        if acls is not None and not acls.initial():  # before any stream: nothing half-done
+            acls = None
         schemas = None
         if self._config.schemas is not None:
             schemas = SchemaSyncService(self._config, self._registry)
@@ -153,6 +157,8 @@ class Supervisor:
             ConfigSync(self._config, self._registry).start(done)
         if schemas is not None:
             schemas.start(done)
+        if acls is not None:
+            acls.start(done)
         try:
             while len(self._codes) < self._config.num_streams:
                 self._drain(inbox)

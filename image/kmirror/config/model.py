@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kmirror.config import clients, oauth
+from kmirror.config.acls import AclSyncConfig
 from kmirror.config.cluster import ClusterConfig, ConfValue, Role
 from kmirror.config.dr import DEFAULT_GROUP_EXCLUDES, DrConfig
 from kmirror.config.exactly_once import (
@@ -113,6 +114,7 @@ class MirrorConfig:
     # Transactions on the target holding each partition's progress record (architecture.md).
     exactly_once: bool = False
     dr: DrConfig = field(default_factory=DrConfig)
+    acls: AclSyncConfig = field(default_factory=AclSyncConfig)  # ACL sync (config/acls.py)
     schemas: SchemaSettings | None = None  # schema registry mirroring (config/schemas.py)
     # Startup warnings collected while parsing (unknown keys, overridden settings, ...).
     notes: tuple[str, ...] = ()

@@ -118,6 +118,14 @@ class RenamePolicy:
             return source_topic, "identity"
         return prefix + source_topic, "prefix"
 
+    def prefixed(self, prefix: str) -> str:
+        """The policy's name for a topic name prefix (a PREFIXED ACL): `<alias>.` in front
+        with the prefix policy, the same otherwise. Mapping rules name topics, not prefixes:
+        whether a prefix still covers what it covered is the caller's question."""
+        if self.kind == "prefix":
+            return f"{self.source_alias}{self.separator}{prefix}"
+        return prefix
+
     def source_topic(self, target_topic: str, sources: Iterable[str]) -> str | None:
         """The way back: the one of `sources` whose target topic is `target_topic` (None: none
         is). Regex rules have no inverse of their own; the candidates (the source cluster's

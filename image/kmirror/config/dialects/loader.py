@@ -16,6 +16,7 @@ from typing import Any
 
 from kmirror.config import env as envvars
 from kmirror.config.dialects import dr
+from kmirror.config.dialects.acls import acls_from_flags
 from kmirror.config.dialects.kudo import load_kudo, load_pair
 from kmirror.config.dialects.log4j import FORMATS, check_level, read_log4j
 from kmirror.config.dialects.mm1 import load_mm1
@@ -164,6 +165,7 @@ def _common(
     elif mapping is not config.rename.mapping:
         changes["rename"] = dataclasses.replace(config.rename, mapping=mapping)
     changes["dr"] = dr.dr_from_flags(o.given(), env, config.dr)
+    changes["acls"] = acls_from_flags(o.given(), env, config.acls)
     changes["schemas"] = schemas_from_flags(o.given(), env, config.schemas)
     if config.dialect == "mm2" and o.group_id is not None:
         changes["group_id"] = o.group_id

@@ -12,8 +12,9 @@ kmirror runs exactly one replication flow `A->B` of the file. What it takes from
   `replication.factor`, `config.properties.exclude` (old: `.blacklist`),
   `offset.flush.interval.ms` (-> offset commit interval), disaster recovery (config/dr.py):
   `emit.checkpoints.*`, `emit.heartbeats.*`, `sync.group.offsets.*`, `groups`, `groups.exclude`,
-  and kmirror's topic mapping keys `kmirror.topic.map`, `kmirror.topic.rules`,
-  `kmirror.topic.mapping.prefix` (dialects/topicnames.py; MM2 has no renaming key).
+  kmirror's topic mapping keys `kmirror.topic.map`, `kmirror.topic.rules`,
+  `kmirror.topic.mapping.prefix` (dialects/topicnames.py; MM2 has no renaming key), and ACL
+  sync (dialects/acls.py): `sync.topic.acls.enabled` / `.interval.seconds`, `kmirror.acls.*`.
 
 Deliberate differences from MM2: `refresh.topics.interval.seconds` defaults to 5 s, not 600 s,
 because a new topic must be mirrored within 10 s; an absent `replication.factor` means the
@@ -38,6 +39,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Literal, cast
 
+from kmirror.config.dialects.acls import MM2_KEYS as ACL_KEYS
+from kmirror.config.dialects.acls import acls_from_mm2
 from kmirror.config.dialects.dr import DR_SETTINGS, dr_from_mm2
 from kmirror.config.dialects.properties import load_properties
 from kmirror.config.dialects.providers import resolve_placeholders
@@ -84,6 +87,7 @@ _FLOW_SETTINGS = frozenset(
         *DR_SETTINGS,
         *MM2_FLOW_SETTINGS,
         *TOPIC_NAME_KEYS,
+        *ACL_KEYS,
     }
 )
 # MM2 / Kafka Connect settings kmirror knows about and does not implement.
@@ -220,6 +224,7 @@ def load_mm2(
         engine=_engine(setting("kmirror.engine")),
         dialect="mm2",
         dr=dr_from_mm2(setting),
+        acls=acls_from_mm2(setting, path),
         schemas=schemas_from_mm2(registries, setting, path),
         notes=tuple(notes),
     )
