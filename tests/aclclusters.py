@@ -103,14 +103,15 @@ class AclCluster:
     def admin(self) -> AdminClient:
         return AdminClient({"bootstrap.servers": self.plaintext})
 
-    def grant(self, *acls: tuple[str, str, str, str, str] | tuple[str, str, str, str, str, str]) -> None:
+    def grant(self, *acls: tuple[str, ...]) -> None:
         """(resource, name, pattern, principal, operation[, permission]) as super user."""
         bindings = [
             AclBinding(ResourceType[a[0]], a[1], ResourcePatternType[a[2]], a[3], "*",
-                       AclOperation[a[4]], AclPermissionType[a[5] if len(a) > 5 else "ALLOW"])  # type: ignore[misc]
+                       AclOperation[a[4]], AclPermissionType[a[5] if len(a) > 5 else "ALLOW"])
             for a in acls
         ]  # fmt: skip
-        for future in self.admin().create_acls(bindings, request_timeout=30).values():
+        admin = self.admin()  # kept alive until the answers are in
+        for future in admin.create_acls(bindings, request_timeout=30).values():
             future.result()
 
 
