@@ -10,19 +10,11 @@ import pytest
 from kmirror.config.acls import parse_principal_map
 from kmirror.errors import ConfigError
 from tests.unit.config.conftest import load
+from tests.unit.config.dialects.test_dr import KUDO, MM2, mm1
 
 pytestmark = pytest.mark.unit
 
 Write = Callable[[str, str], str]
-MM2 = "clusters=A, B\nA.bootstrap.servers=a:1\nB.bootstrap.servers=b:1\nA->B.enabled=true\n"
-KUDO = ["--this-bootstrap-servers", "a:1", "--external-bootstrap-servers", "b:1",
-        "--external-cluster-type", "SOURCE"]  # fmt: skip
-
-
-def mm1(write: Write) -> list[str]:
-    c = write("c.properties", "bootstrap.servers=s:1\ngroup.id=g\n")
-    p = write("p.properties", "bootstrap.servers=t:1\n")
-    return ["--consumer.config", c, "--producer.config", p, "--whitelist", ".*"]
 
 
 def test_mm2_defaults_are_mm2s_on_every_600_s_narrow_scope_not_explicit(write: Write) -> None:
