@@ -83,6 +83,7 @@ KITCHEN_SINK: dict[str, Any] = {
         "map": "orders:shop.orders.v2",
         "rules": "^team-a\\.(.*)$ -> a.$1",
     },
+    "acls": {"principalMap": "User:alice@A -> User:alice", "mirrorPrincipal": "User:kmirror"},
     "partitioning": "hash",
     "replicationFactor": 3,
     "extraConsumerProperties": {"fetch.max.bytes": 52428800},

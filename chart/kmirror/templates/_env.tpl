@@ -56,6 +56,18 @@ KMIRROR_GROUPS: {{ .groups | toString | quote }}
 KMIRROR_GROUPS_EXCLUDE: {{ .groupsExclude | toString | quote }}
 KMIRROR_PROVENANCE_HEADER: {{ .provenanceHeader | toString | quote }}
 {{- end }}
+{{- with $v.acls }}
+KMIRROR_SYNC_TOPIC_ACLS: {{ .sync | toString | quote }}
+KMIRROR_SYNC_TOPIC_ACLS_INTERVAL_SECONDS: {{ .intervalSeconds | toString | quote }}
+KMIRROR_ACL_SCOPE: {{ .scope | quote }}
+{{- with .principalMap }}
+KMIRROR_ACL_PRINCIPAL_MAP: {{ . | toString | quote }}
+{{- end }}
+KMIRROR_ACL_DENY_WRITE: {{ .denyWrite | toString | quote }}
+{{- with .mirrorPrincipal }}
+KMIRROR_ACL_MIRROR_PRINCIPAL: {{ . | quote }}
+{{- end }}
+{{- end }}
 KMIRROR_PARTITIONING: {{ $v.partitioning | quote }}
 KMIRROR_ENGINE: {{ $v.engine | quote }}
 KMIRROR_REPLICATION_FACTOR: {{ $v.replicationFactor | int64 | toString | quote }}
