@@ -28,7 +28,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from scripts.kmirrorproc import mm1_args
 from tests.aclclusters import MIRROR, AclCluster, AclClusters
-from tests.kafkatools import Clusters, create_topic, produce, wait_until
+from tests.kafkatools import Clusters, consume_all, create_topic, produce, wait_until
 from tests.mirrorproc import MirrorProcess, run_cli
 
 pytestmark = pytest.mark.security
@@ -109,6 +109,8 @@ def test_target_gets_the_mapped_source_acls_and_users_can_do_the_same(
 
     with MirrorProcess(argv, tmp_path / "mirror.log") as m:
         m.wait_ready(120)
+        for topic in (f"shop.{run}.orders", pay):
+            wait_until(lambda t=topic: consume_count(tgt, t) == 10, 90, message=f"{topic} copied")
         assert m.stop() == 0, m.log
     assert acls_of(tgt, run) == expected | {target_only}
 
@@ -117,6 +119,11 @@ def test_target_gets_the_mapped_source_acls_and_users_can_do_the_same(
     assert "8 binding(s) wanted on the target, 0 to create" in again.stdout, again.stdout
     assert "acl + " not in again.stdout
 
+    users_do_on_the_target_what_they_could_on_the_source(tgt, run)
+
+
+def users_do_on_the_target_what_they_could_on_the_source(tgt: AclCluster, run: str) -> None:
+    pay = f"{run}-pay"
     # alice reads the renamed copy in her group; bob writes transactionally to his topic.
     alice = Consumer(tgt.client("alice", **{"group.id": f"{run}-g",
                                            "auto.offset.reset": "earliest"}))  # fmt: skip
@@ -124,7 +131,7 @@ def test_target_gets_the_mapped_source_acls_and_users_can_do_the_same(
         alice.subscribe([f"shop.{run}.orders"])
         got: list[bytes] = []
         wait_until(lambda: got.extend(m.value() for m in alice.consume(10, 1) if not m.error())
-                   or len(got) >= 10, 60, message="alice read the copy")  # fmt: skip
+                   or len(got) >= 10, 90, message="alice read the copy")  # fmt: skip
         alice.commit(asynchronous=False)
     finally:
         alice.close()
@@ -181,3 +188,32 @@ def test_mirror_principal_without_alter_is_refused(
     assert res.returncode == 3, res.stdout + res.stderr
     assert "needs ALTER on the cluster resource" in res.stderr
     assert acls_of(tgt, run) == set()
+
+
+def test_read_only_mirror_topics_only_the_mirror_writes_there(
+    tmp_path: Path, acl_clusters: AclClusters
+) -> None:
+    """--acl-deny-write: bob may write `pay` on the source (and, copied, on the target), but
+    the DENY on the mirrored target topic wins; the mirror keeps copying."""
+    src, tgt = acl_clusters.source, acl_clusters.target
+    run = f"acl{uuid.uuid4().hex[:8]}"
+    pay = f"{run}-pay"
+    create_topic(src.plaintext, pay)
+    produce(src.plaintext, pay, [{"value": b"p%d" % i} for i in range(5)])
+    src.grant(("TOPIC", pay, "LITERAL", "User:bob", "WRITE"),
+              ("TOPIC", pay, "LITERAL", "User:bob", "DESCRIBE"))  # fmt: skip
+    argv = mirror_argv(tmp_path, acl_clusters, run, *FULL, "--acl-deny-write", "true")
+    with MirrorProcess(argv, tmp_path / "mirror.log") as m:
+        m.wait_ready(120)
+        produce(src.plaintext, pay, [{"value": b"q%d" % i} for i in range(5)])
+        wait_until(lambda: consume_count(tgt, pay) == 10, 60, message="the mirror copied all")
+        assert m.stop() == 0, m.log
+    assert ("TOPIC", pay, "LITERAL", "User:bob", "WRITE", "DENY") in acls_of(tgt, run)
+    assert ("TOPIC", pay, "LITERAL", "User:bob", "WRITE", "ALLOW") in acls_of(tgt, run)
+    produce_as(src, "bob", pay)  # still allowed on the source
+    with pytest.raises(KafkaException, match=r"authoriz"):
+        produce_as(tgt, "bob", pay)
+
+
+def consume_count(cluster: AclCluster, topic: str) -> int:
+    return len(consume_all(cluster.plaintext, topic, timeout=30))
