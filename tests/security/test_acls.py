@@ -217,3 +217,25 @@ def test_read_only_mirror_topics_only_the_mirror_writes_there(
 
 def consume_count(cluster: AclCluster, topic: str) -> int:
     return len(consume_all(cluster.plaintext, topic, timeout=30))
+
+
+def test_source_without_an_authorizer_or_describe_is_refused(
+    tmp_path: Path, clusters: Clusters, acl_clusters: AclClusters
+) -> None:
+    """librdkafka lists no ACLs from a source without an authorizer, or one that refuses us
+    DESCRIBE: kmirror asks first, so neither passes for "the source has no ACLs"."""
+    src, tgt = acl_clusters.source, acl_clusters.target
+    none_such = f"none-such-{uuid.uuid4().hex[:8]}-.*"
+    plain = mm1_args(tmp_path, clusters.source_bootstrap, tgt.sasl, "g", none_such,
+                     producer=tgt.java(MIRROR), extra=list(FULL))  # fmt: skip
+    res = run_cli(["check", *plain[1:]])
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"the source cluster at {clusters.source_bootstrap} has no authorizer" in res.stderr
+    assert "authorizer.class.name" in res.stderr
+    carol = mm1_args(tmp_path, src.sasl, tgt.sasl, "g", none_such,
+                     consumer=src.java("carol"), producer=tgt.java(MIRROR),
+                     extra=list(FULL))  # fmt: skip
+    res = run_cli(["check", *carol[1:]])
+    assert res.returncode == 3, res.stdout + res.stderr
+    assert f"the source cluster at {src.sasl} refused us" in res.stderr
+    assert "needs DESCRIBE on the cluster resource" in res.stderr

@@ -3,11 +3,13 @@ consumer groups and transactional IDs) added to the target, once before the stre
 then every `sync.topic.acls.interval.seconds` (MM2's setting and default, 600 s) in a thread of
 the supervisor, beside topic-config sync.
 
-Before anything is created the target is asked whether it can take ACLs at all (an authorizer,
-ALTER on the cluster for our principal: kmirror.kafka.acls.Acls.probe), so a refusal leaves
-the target as it was. Asked for explicitly, such a refusal stops the start (exit 2 or 3, the
-message says what to set or grant); on by MM2's default only (mm2.properties without
-`sync.topic.acls.enabled`), it is a warning and the sync stays off, as MM2 only logs it.
+Before anything is created both clusters are asked whether it can work at all: the source for
+an authorizer and DESCRIBE on the cluster for our principal (without an authorizer its ACLs
+would read as none), the target for an authorizer and ALTER (kmirror.kafka.acls.Acls.probe,
+.probe_source), so a refusal leaves the target as it was. Asked for explicitly, such a
+refusal stops the start (exit 2 or 3, the message says what to set or grant); on by MM2's
+default only (mm2.properties without `sync.topic.acls.enabled`), it is a warning and the sync
+stays off, as MM2 only logs it.
 
 Metrics: `kmirror_acls_missing` (the drift: bindings the source's ACLs call for that the target
 lacked at the last look), `kmirror_acls_created_total`, `kmirror_acls_sync_errors_total`.
@@ -54,7 +56,9 @@ class AclSync:
             )
 
     def check(self) -> None:
-        """Can the target take ACLs (an authorizer, ALTER for us)? Raises what it lacks."""
+        """Can the source's ACLs be read (an authorizer, DESCRIBE for us) and the target take
+        them (an authorizer, ALTER for us)? Raises what is missing."""
+        self.source.probe_source()
         self.target.probe()
 
     def plan(self) -> AclPlan:

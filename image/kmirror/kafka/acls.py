@@ -8,7 +8,9 @@ topic and a principal that cannot exist (kmirror-probe-<random>), which matches 
 deletes nothing; the broker answers it only when an authorizer is configured and only to a
 principal allowed to ALTER the cluster, which is exactly what creating ACLs needs. (A
 DescribeAcls request cannot tell: librdkafka returns an empty list from a broker without an
-authorizer.)
+authorizer, and from one that refuses us DESCRIBE.) On the source, where the mirror needs only
+DESCRIBE, `probe_source` sends the same request for its first answer alone (no authorizer, or
+one that refuses us ALTER) and asks DescribeCluster for the operations we may do there.
 """
 
 from __future__ import annotations
@@ -111,16 +113,39 @@ class Acls:
     def probe(self) -> None:
         """ConfigError when the cluster has no authorizer, ClusterError when we may not ALTER
         the cluster (create ACLs); changes nothing (module doc)."""
+        try:
+            self._delete_nothing()
+        except KafkaException as exc:
+            raise self._refused("check that ACLs can be created", exc) from exc
+
+    def probe_source(self) -> None:
+        """ConfigError when the cluster has no authorizer (its ACLs would read as none),
+        ClusterError when we may not DESCRIBE the cluster (list ACLs); changes nothing."""
+        try:
+            self._delete_nothing()
+        except KafkaException as exc:
+            if _code(exc) != KafkaError.CLUSTER_AUTHORIZATION_FAILED:  # that one: an authorizer
+                raise self._refused("check that ACLs can be read", exc) from exc
+        try:
+            cluster = (
+                self._client()
+                .describe_cluster(include_authorized_operations=True, request_timeout=TIMEOUT_S)
+                .result()
+            )
+        except KafkaException as exc:
+            raise self._refused("check that ACLs can be read", exc) from exc
+        # None: no operation at all (librdkafka's answer for an empty set, seen on Kafka 4).
+        if AclOperation.DESCRIBE not in (cluster.authorized_operations or ()):
+            raise self._denied("list the ACLs", "DESCRIBE is not among our operations there")
+
+    def _delete_nothing(self) -> None:
         name = f"kmirror-probe-{uuid.uuid4().hex}"
         any_host: Any = None
         nothing = AclBindingFilter(ResourceType.TOPIC, name, ResourcePatternType.LITERAL,
                                    f"User:{name}", any_host, AclOperation.ANY,
                                    AclPermissionType.ANY)  # fmt: skip
-        try:
-            for future in self._client().delete_acls([nothing], request_timeout=TIMEOUT_S).values():
-                future.result()
-        except KafkaException as exc:
-            raise self._refused("check that ACLs can be created", exc) from exc
+        for future in self._client().delete_acls([nothing], request_timeout=TIMEOUT_S).values():
+            future.result()
 
     def create(self, bindings: list[Binding]) -> None:
         """Create the bindings (one request). Raises naming the first that failed."""
@@ -140,7 +165,7 @@ class Acls:
 
     def _refused(self, action: str, exc: KafkaException) -> ClusterError | ConfigError:
         err = exc.args[0] if exc.args else None
-        code = err.code() if isinstance(err, KafkaError) else None
+        code = _code(exc)
         text = err.str() if isinstance(err, KafkaError) else str(exc)
         where = f"the {self.side} cluster at {self.bootstrap}"
         if code == KafkaError.SECURITY_DISABLED:
@@ -151,10 +176,19 @@ class Acls:
                 "--sync-topic-acls false)"
             )
         if code == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
-            need = "ALTER" if self.side == "target" else "DESCRIBE"
-            return ClusterError(
-                f"ACL sync: {where} refused us ({text}) when asked to {action}: the mirror's "
-                f"principal needs {need} on the cluster resource there, e.g. `kafka-acls "
-                f"--add --allow-principal User:<mirror> --operation {need.title()} --cluster`"
-            )
+            return self._denied(action, text)
         return ClusterError(f"ACL sync: could not {action} on {where} ({text})")
+
+    def _denied(self, action: str, text: str) -> ClusterError:
+        need = "ALTER" if self.side == "target" else "DESCRIBE"
+        return ClusterError(
+            f"ACL sync: the {self.side} cluster at {self.bootstrap} refused us ({text}) when "
+            f"asked to {action}: the mirror's principal needs {need} on the cluster resource "
+            f"there, e.g. `kafka-acls --add --allow-principal User:<mirror> --operation "
+            f"{need.title()} --cluster`"
+        )
+
+
+def _code(exc: KafkaException) -> Any:
+    err = exc.args[0] if exc.args else None
+    return err.code() if isinstance(err, KafkaError) else None
