@@ -137,8 +137,9 @@ bench-validate: setup ## Validation speed: digest mode over 2 M records per side
 	$(PY) scripts/bench_validate.py --json-out bench/results/validate.json; rc=$$?; \
 	  $(PY) scripts/kafka-local down; exit $$rc
 
-bench-dr: setup ## Failover comparison on the local clusters: records re-read after a failover, kmirror vs MM2
-	$(PY) -m scripts.bench.dr_failover
+bench-dr: setup ## Failover and failback, kmirror vs MM2, on two clusters of its own: records read again or never (about 10 min)
+	@mkdir -p bench/results
+	$(PY) -m scripts.bench.dr_failover --json-out bench/results/dr.json
 
 bench-smoke: setup ## Small backlogs through every contender, ceiling and phase, checked by pytest (part of make test)
 	$(PYTEST) -m bench $(PYTEST_ARGS)

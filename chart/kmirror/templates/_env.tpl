@@ -38,6 +38,13 @@ EXACTLY_ONCE: {{ $v.exactlyOnce | toString | quote }}
 KMIRROR_RENAME_POLICY: {{ $v.rename.policy | quote }}
 KMIRROR_SOURCE_ALIAS: {{ $v.rename.sourceAlias | quote }}
 KMIRROR_TARGET_ALIAS: {{ $v.rename.targetAlias | quote }}
+{{- with $v.rename.map }}
+KMIRROR_TOPIC_MAP: {{ . | toString | quote }}
+{{- end }}
+{{- with $v.rename.rules }}
+KMIRROR_TOPIC_RULES: {{ . | toString | quote }}
+{{- end }}
+KMIRROR_TOPIC_MAPPING_PREFIX: {{ $v.rename.mappingPrefix | toString | quote }}
 {{- with $v.disasterRecovery }}
 KMIRROR_EMIT_CHECKPOINTS: {{ .emitCheckpoints | toString | quote }}
 KMIRROR_EMIT_CHECKPOINTS_INTERVAL_SECONDS: {{ .checkpointsIntervalSeconds | toString | quote }}
@@ -48,6 +55,18 @@ KMIRROR_SYNC_GROUP_OFFSETS_INTERVAL_SECONDS: {{ .syncGroupOffsetsIntervalSeconds
 KMIRROR_GROUPS: {{ .groups | toString | quote }}
 KMIRROR_GROUPS_EXCLUDE: {{ .groupsExclude | toString | quote }}
 KMIRROR_PROVENANCE_HEADER: {{ .provenanceHeader | toString | quote }}
+{{- end }}
+{{- with $v.acls }}
+KMIRROR_SYNC_TOPIC_ACLS: {{ .sync | toString | quote }}
+KMIRROR_SYNC_TOPIC_ACLS_INTERVAL_SECONDS: {{ .intervalSeconds | toString | quote }}
+KMIRROR_ACL_SCOPE: {{ .scope | quote }}
+{{- with .principalMap }}
+KMIRROR_ACL_PRINCIPAL_MAP: {{ . | toString | quote }}
+{{- end }}
+KMIRROR_ACL_DENY_WRITE: {{ .denyWrite | toString | quote }}
+{{- with .mirrorPrincipal }}
+KMIRROR_ACL_MIRROR_PRINCIPAL: {{ . | quote }}
+{{- end }}
 {{- end }}
 KMIRROR_PARTITIONING: {{ $v.partitioning | quote }}
 KMIRROR_ENGINE: {{ $v.engine | quote }}

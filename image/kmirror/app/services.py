@@ -1,6 +1,6 @@
 """The threads the supervisor runs beside one flow's streams: disaster recovery (checkpoints,
-group offset sync, heartbeats), the topic config sync and the schema registry sync. Each
-registers its metrics in a registry of its own in the flow (kmirror.metrics.aggregate adds the
+group offset sync, heartbeats), the topic config sync, the schema registry sync and the ACL
+sync. Each registers its metrics in a registry of its own in the flow (kmirror.metrics.aggregate adds the
 `flow` label), so a flow's disaster recovery can be restarted with new settings by a reload
 (`restart_dr`) without touching the copy.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 
+from kmirror.acls.sync import AclSyncService
 from kmirror.config.model import MirrorConfig
 from kmirror.dr.service import DrService
 from kmirror.metrics.aggregate import FlowsCollector
@@ -27,10 +28,16 @@ class FlowServices:
         self._schemas: SchemaSyncService | None = None
         if config.schemas is not None:
             self._schemas = SchemaSyncService(config, registries.registry(config.flow, "schemas"))
+        self._acls: AclSyncService | None = None
+        if config.acls.enabled:
+            self._acls = AclSyncService(config, registries.registry(config.flow, "acls"))
         self._done: threading.Event | None = None
 
     def initial(self) -> None:
-        """What must be in place before the flow's streams copy (the schemas, by ID)."""
+        """What must be in place before the flow's streams copy: the schemas (by ID) and the
+        ACLs (nothing half-done: a refused sync stops here, before any stream)."""
+        if self._acls is not None and not self._acls.initial():
+            self._acls = None
         if self._schemas is not None:
             self._schemas.initial()
 
@@ -43,6 +50,8 @@ class FlowServices:
             )
         if self._schemas is not None:
             self._schemas.start(done)
+        if self._acls is not None:
+            self._acls.start(done)
 
     def _start_dr(self, config: MirrorConfig) -> None:
         if config.dr.enabled:

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from kmirror.acls.check import acl_plan, as_json, print_acl_plan
 from kmirror.cli.flags import options_from
 from kmirror.config.describe import describe
 from kmirror.config.dialects.loader import load_config
@@ -22,19 +23,25 @@ def check(args: argparse.Namespace) -> int:
         print(f"warning: {note}", file=sys.stderr)
     rows = plan(config, args.timeout)
     subjects = schema_plan(config)
+    acls = acl_plan(config)
     if args.json:
         out: dict[str, Any] = {"topics": rows, "notes": list(config.notes)}
         if config.schemas is not None:
             out["schemas"] = {"id_mode": config.schemas.id_mode, "subjects": subjects}
+        if acls is not None:
+            out["acls"] = as_json(acls)
         print(json.dumps(out, indent=2))
     else:
         for r in rows:
             tp = "-" if r["target_partitions"] is None else r["target_partitions"]
             print(
-                f"{r['source']} -> {r['target']}  partitions {r['partitions']} "
-                f"(target {tp})  {r['action']}"
+                f"{r['source']} -> {r['target']}  ({r['named_by']})  partitions "
+                f"{r['partitions']} (target {tp})  {r['action']}"
             )
         print_schema_plan(config, subjects)
+        print_acl_plan(config, acls)
+    # Two topics onto one target, or a loop: refused (exit 2) after the mapping was shown.
+    config.target_names([r["source"] for r in rows])
     if not rows:
         raise TopicError(
             f"no source topic matches include={list(config.topics.include)} "

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kmirror.config import clients, oauth
+from kmirror.config.acls import AclSyncConfig
 from kmirror.config.cluster import ClusterConfig, ConfValue, Role
 from kmirror.config.control import ControlSettings
 from kmirror.config.dr import DEFAULT_GROUP_EXCLUDES, DrConfig
@@ -32,6 +34,7 @@ from kmirror.config.topics import (
     HEARTBEATS_TOPIC,
     RenamePolicy,
     TopicSelection,
+    check_names,
     compile_pattern,
     split_patterns,
 )
@@ -113,6 +116,7 @@ class MirrorConfig:
     # Transactions on the target holding each partition's progress record (architecture.md).
     exactly_once: bool = False
     dr: DrConfig = field(default_factory=DrConfig)
+    acls: AclSyncConfig = field(default_factory=AclSyncConfig)  # ACL sync (config/acls.py)
     schemas: SchemaSettings | None = None  # schema registry mirroring (config/schemas.py)
     # The control API on the metrics port (config/control.py; off without a credential).
     control: ControlSettings = field(default_factory=ControlSettings)
@@ -222,7 +226,21 @@ class MirrorConfig:
         return timeout_ms(given, self.offset_commit_interval_ms)
 
     def target_topic(self, source_topic: str) -> str:
+        """The one mapping from a source topic to its target topic (RenamePolicy)."""
         return self.rename.target_topic(source_topic)
+
+    def source_topic(self, target_topic: str, sources: Iterable[str]) -> str | None:
+        """The same mapping backwards, among candidate source topics (RenamePolicy)."""
+        return self.rename.source_topic(target_topic, sources)
+
+    def target_names(self, sources: Iterable[str]) -> dict[str, str]:
+        """Selected source topic -> target topic, refusing collisions and loops (TopicError,
+        config.topics.check_names): what the mirror subscribes to and `kmirror check` shows."""
+        reserved = [self.progress_topic, self.rename.checkpoints_topic]
+        if self.dr.emit_heartbeats:
+            reserved.append(HEARTBEATS_TOPIC)
+        same = _servers(self.source.bootstrap_servers) == _servers(self.target.bootstrap_servers)
+        return check_names(self.topics, self.rename, sources, same_cluster=same, reserved=reserved)
 
     @property
     def progress_topic(self) -> str:
@@ -244,3 +262,7 @@ class MirrorConfig:
 
     def excluded_config(self, name: str) -> bool:
         return any(re.fullmatch(p, name) for p in self.config_excludes)
+
+
+def _servers(bootstrap: str) -> frozenset[str]:
+    return frozenset(s.strip().lower() for s in bootstrap.split(",") if s.strip())

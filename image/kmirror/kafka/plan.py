@@ -37,7 +37,7 @@ def plan(config: MirrorConfig, timeout: float) -> list[dict[str, Any]]:
     target = _topics(config, "target", timeout)
     rows = []
     for topic in config.topics.select(set(source)):
-        dst = config.target_topic(topic)
+        dst, how = config.rename.explain(topic)  # the one mapping, and what named it
         have = target.get(dst)
         if have is None:
             action = "create" if config.create_topics else "missing"
@@ -49,6 +49,7 @@ def plan(config: MirrorConfig, timeout: float) -> list[dict[str, Any]]:
             {
                 "source": topic,
                 "target": dst,
+                "named_by": how,
                 "partitions": source[topic],
                 "target_partitions": have,
                 "action": action,

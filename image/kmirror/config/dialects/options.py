@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kmirror.config.dialects import dr, schemas
+from kmirror.config.dialects import acls, dr, schemas, topicnames
 from kmirror.config.dialects.properties import PropertiesFile
 from kmirror.config.model import DEFAULT_NUM_STREAMS, DEFAULT_OFFSET_COMMIT_INTERVAL_MS
 from kmirror.config.values import parse_bool, parse_float, parse_int
@@ -46,6 +46,18 @@ def _opt(
 def _dr(name: str) -> Any:
     flag, help_text = dr.FLAG_HELP[name]
     return _opt(flag, help_text, "SECONDS" if name.endswith("_s") else "BOOL")
+
+
+def _names(name: str, metavar: str) -> Any:
+    """A topic mapping flag (kmirror.config.dialects.topicnames names and documents it)."""
+    flag, help_text = topicnames.FLAG_HELP[name]
+    return _opt(flag, help_text, metavar)
+
+
+def _acl(name: str, metavar: str) -> Any:
+    """An ACL sync flag (kmirror.config.dialects.acls names and documents it)."""
+    flag, help_text = acls.FLAG_HELP[name]
+    return _opt(flag, help_text, metavar)
 
 
 def _schema(name: str, metavar: str = "VALUE") -> Any:
@@ -142,6 +154,9 @@ class Options:
     source_alias: str | None = _opt(
         "--source-alias", "alias used by the prefix rename policy", "ALIAS"
     )
+    topic_map: str | None = _names("topic_map", "SOURCE:TARGET,...")
+    topic_rules: str | None = _names("topic_rules", "'REGEX -> NAME;...'")
+    topic_mapping_prefix: bool | None = _names("topic_mapping_prefix", "BOOL")
     target_alias: str | None = _opt(
         "--target-alias",
         "alias of the target cluster (prefix policy: `<alias>.*` topics never go back)", "ALIAS",
@@ -209,6 +224,13 @@ class Options:
     groups: str | None = _opt(*dr.FLAG_HELP["groups"], "REGEX")
     groups_exclude: str | None = _opt(*dr.FLAG_HELP["groups_exclude"], "REGEX")
     provenance_header: bool | None = _dr("provenance_header")
+    # ACL sync (kmirror.config.dialects.acls: MM2's keys, off unless given in MM1/KUDO)
+    sync_topic_acls: bool | None = _acl("sync_topic_acls", "BOOL")
+    sync_topic_acls_interval_s: float | None = _acl("sync_topic_acls_interval_s", "SECONDS")
+    acl_scope: str | None = _acl("acl_scope", "mm2|full")
+    acl_principal_map: str | None = _acl("acl_principal_map", "'FROM -> TO;...'")
+    acl_deny_write: bool | None = _acl("acl_deny_write", "BOOL")
+    acl_mirror_principal: str | None = _acl("acl_mirror_principal", "User:NAME")
     # Schema registry mirroring (kmirror.config.dialects.schemas; credentials only from files)
     schema_source_url: str | None = _schema("schema_source_url", "URL")
     schema_source_basic_auth_user: str | None = _schema("schema_source_basic_auth_user", "USER")
