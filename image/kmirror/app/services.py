@@ -1,8 +1,8 @@
 """The threads the supervisor runs beside one flow's streams: disaster recovery (checkpoints,
 group offset sync, heartbeats), the topic config sync, the schema registry sync and the ACL
 sync. Each registers its metrics in a registry of its own in the flow
-(kmirror.metrics.aggregate adds the `flow` label), so a flow's disaster recovery can be restarted with new settings by a reload
-(`restart_dr`) without touching the copy.
+(kmirror.metrics.aggregate adds the `flow` label), so a flow's disaster recovery can be
+restarted with new settings by a reload (`restart_dr`) without touching the copy.
 """
 
 from __future__ import annotations
