@@ -68,9 +68,9 @@ def test_idempotent_source_copied_byte_for_byte_with_its_codec(
         assert codecs == {codec}
 
 
-def _transactions(bootstrap: str, topic: str, plan: list[tuple[int, bool]]) -> None:
+def _transactions(bootstrap: str, topic: str, plan: list[tuple[int, bool]], **conf: object) -> None:
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-tx", "linger.ms": 5}
+        {"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-tx", "linger.ms": 5, **conf}
     )
     producer.init_transactions(30)
     n = 0
@@ -124,6 +124,99 @@ def test_compacted_source_copies_dense_batches_and_hands_the_rest_to_the_record_
     assert [r.content() for r in target] == [r.content() for r in before]
     assert book[(src, 0)].acked == fallback.offset
     assert_translates(book, src, before, target)
+    # The dense batches of 5 before it were merged (whole batches the cleaner removed, if
+    # any, started a new merged batch: the book's runs above are exact either way).
+    stored = raw_batches(clusters.target_bootstrap, dst, 0)
+    dense = [
+        b for b in raw_batches(clusters.source_bootstrap, src, 0) if b.base_offset < fallback.offset
+    ]
+    assert len(stored) < len(dense) // 4, (len(stored), len(dense))
+
+
+SMALL = {"linger.ms": 0, "batch.num.messages": 5}  # 5-record source batches, as linger 0 makes
+
+
+def keyed(n: int) -> list[dict[str, object]]:
+    """Records with keys (some null), headers (repeated, null values) and tombstones."""
+    return [
+        {
+            "key": None if i % 13 == 7 else b"key-%d" % (i % 50),
+            "value": None if i % 17 == 3 else (b"%d-" % i).ljust(80 + i % 40, b"v"),
+            "headers": [("h", b"%d" % i), ("h", None)] if i % 3 else [],
+            "timestamp": BASE_TIMESTAMP_MS + (i * 7) % 100,  # not monotonic: negative deltas
+            "partition": i % 2,
+        }
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_small_source_batches_are_merged_byte_for_byte_with_their_codec(
+    clusters: Clusters, make_topic: MakeTopic, codec: str
+) -> None:
+    src = make_topic(clusters.source_bootstrap, partitions=2)
+    dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
+    produce(clusters.source_bootstrap, src, keyed(1200), **SMALL, **{"compression.type": codec})
+    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
+    book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
+    assert fallbacks == {}
+    source = consume_all(clusters.source_bootstrap, src)
+    target = consume_all(clusters.target_bootstrap, dst)
+    assert len(source) == 1200
+    assert [r.content() for r in target] == [r.content() for r in source]
+    assert_translates(book, src, source, target)
+    for p in (0, 1):
+        before = raw_batches(clusters.source_bootstrap, src, p)
+        after = raw_batches(clusters.target_bootstrap, dst, p)
+        assert max(b.record_count for b in before) <= 5
+        assert len(after) < len(before) // 4, (len(after), len(before))  # merged
+        assert {b.codec for b in after} == {codec}
+
+
+def test_small_transactional_batches_are_merged_between_markers_and_aborted_records(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    src = make_topic(clusters.source_bootstrap, partitions=2)
+    dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
+    plan = [(60, True), (40, False), (60, True), (30, True), (50, False), (60, True)]
+    _transactions(clusters.source_bootstrap, src, plan, **SMALL)
+    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
+    book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
+    assert fallbacks == {}
+    source = consume_all(clusters.source_bootstrap, src)
+    target = consume_all(clusters.target_bootstrap, dst)
+    assert len(source) == 210
+    assert [r.content() for r in target] == [r.content() for r in source]
+    assert not [r for r in target if r.value and r.value.startswith(b"aborted")]
+    # Each merged batch is one run of consecutive source offsets: markers and aborted
+    # records between transactions start a new one, and the book translates every offset.
+    assert_translates(book, src, source, target)
+    assert {p: book[(src, p)].acked for p in (0, 1)} == end_offsets(clusters.source_bootstrap, src)
+    for p in (0, 1):
+        copied = [b for b in raw_batches(clusters.source_bootstrap, src, p) if not b.is_control]
+        stored = raw_batches(clusters.target_bootstrap, dst, p)
+        assert len(stored) < len(copied) // 3, (len(stored), len(copied))
+        assert len(book[(src, p)].runs) >= 4  # one per committed transaction at least
+
+
+def test_merged_batches_stay_within_the_target_topics_max_message_bytes(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    src = make_topic(clusters.source_bootstrap, partitions=2)
+    dst = make_topic(
+        clusters.target_bootstrap, name=src, partitions=2, config={"max.message.bytes": "8000"}
+    )
+    produce(clusters.source_bootstrap, src, keyed(1200), **SMALL)
+    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
+    book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
+    assert fallbacks == {}
+    source = consume_all(clusters.source_bootstrap, src)
+    target = consume_all(clusters.target_bootstrap, dst)
+    assert [r.content() for r in target] == [r.content() for r in source]
+    assert_translates(book, src, source, target)
+    stored = raw_batches(clusters.target_bootstrap, dst, 0)
+    assert max(len(b.data) for b in stored) <= 8000
+    assert max(b.record_count for b in stored) > 5  # merged all the same
 
 
 def test_batch_above_the_targets_max_message_bytes_stops_with_a_clear_error(

@@ -4,7 +4,6 @@ and again, quietly, by each stream."""
 
 from __future__ import annotations
 
-import functools
 import logging
 
 from kmirror.config.model import MirrorConfig
@@ -29,9 +28,6 @@ def engine_for(config: MirrorConfig, *, announce: bool = True) -> CopierFactory:
         why = "--partitioning hash re-partitions records"
     elif config.dr.provenance_header:
         why = "the provenance header changes every record's headers"
-    elif config.schemas is not None:
-        # The batch path's rewrite of schema IDs (issue 23) is not there yet.
-        why = "schema mirroring rewrites or checks the schema ID of every record"
     else:
         try:
             connection_args(config.consumer_conf(), "source", 1)
@@ -47,5 +43,4 @@ def engine_for(config: MirrorConfig, *, announce: bool = True) -> CopierFactory:
         if announce:
             log.info("engine auto: the record path copies everything (%s)", why)
         return RecordCopier
-    hybrid = TransactionalHybridCopier if config.exactly_once else HybridCopier
-    return functools.partial(hybrid, adaptive=config.engine == "auto")
+    return TransactionalHybridCopier if config.exactly_once else HybridCopier

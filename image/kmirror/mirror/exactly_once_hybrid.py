@@ -6,10 +6,9 @@ LogAppendTime, a start inside a batch) moves to the record path's transactional 
 (TransactionalCopier, exactly_once.py) at the exact offset: the batch path first commits the
 partition's transaction with its progress record at that offset, then the record path's
 producer initialises the same transactional id (fencing the batch-path session, which is
-done) and copies on from there. With `--engine auto` a partition whose source batches stay
-small (kmirror.mirror.batch.sizes) is handed over the same way. Under exactly-once a partition
-stays on the record path until it is assigned again (no probing back): moving back would need
-the same commit-then-hand-over at a clean point, which is not built.
+done) and copies on from there. Under exactly-once a partition stays on the record path until
+it is assigned again (no probing back): moving back would need the same commit-then-hand-over
+at a clean point, which is not built.
 """
 
 from __future__ import annotations
@@ -33,8 +32,8 @@ HANDOVER_TIMEOUT_S = 30.0
 
 
 class TransactionalHybridCopier(HybridCopier):
-    def __init__(self, ctx: CopierContext, *, adaptive: bool) -> None:
-        super().__init__(ctx, adaptive=adaptive)
+    def __init__(self, ctx: CopierContext) -> None:
+        super().__init__(ctx)
         self.router.probe = False
         self._txn_record: TransactionalCopier = self._record  # type: ignore[assignment]
         self._txn_batch: TransactionalBatchCopier = self._batch  # type: ignore[assignment]
@@ -43,9 +42,7 @@ class TransactionalHybridCopier(HybridCopier):
         return TransactionalCopier(ctx)
 
     def _batch_copier(self, ctx: CopierContext) -> BatchCopier:
-        return TransactionalBatchCopier(
-            ctx.config, ctx.book, ctx.metrics, leave_small=self._adaptive
-        )
+        return TransactionalBatchCopier(ctx.config, ctx.book, ctx.metrics, schemas=ctx.schemas)
 
     # -- the transactional copier's shape (Stream: open before the progress read, commit) --
 

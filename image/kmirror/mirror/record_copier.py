@@ -39,10 +39,8 @@ from kmirror.kafka.connect import await_metadata
 from kmirror.mirror import latch as rules
 from kmirror.mirror.contract import CopierContext
 from kmirror.mirror.provenance import stamp
-from kmirror.mirror.topics import TopicManager
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import PartitionBook
-from kmirror.schemas import translator_for
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +101,7 @@ class RecordCopier:
         self.producer = clients.producer(
             config, {"on_delivery": self._on_delivery, "error_cb": ctx.error_cb}
         )
-        # Schema IDs in keys and values (kmirror.schemas); None when schemas are not mirrored.
-        self._schemas = translator_for(config, ctx.metrics.registry, self._compacted_topic)
+        self._schemas = ctx.schemas
 
     # -- the Copier shape ----------------------------------------------------------------------
 
@@ -117,11 +114,6 @@ class RecordCopier:
             "target",
             self._config.target.bootstrap_servers,
         )
-        if self._schemas is not None:
-            self._schemas.start()
-
-    def _compacted_topic(self, topic: str) -> None:
-        TopicManager(self._config).ensure_internal(topic, 1, {"cleanup.policy": "compact"})
 
     def assign(self, starts: Mapping[SourcePartition, int]) -> None:
         """The consumer's assignment already starts at these offsets."""
@@ -173,8 +165,6 @@ class RecordCopier:
 
     def close(self, timeout: float) -> None:
         self.producer.flush(timeout)
-        if self._schemas is not None:
-            self._schemas.close()
 
     def _target(self, topic: str) -> str:
         return self._targets.get(topic) or self._config.target_topic(topic)

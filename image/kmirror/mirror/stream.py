@@ -50,6 +50,7 @@ from kmirror.mirror.subscription import Start, StreamState, Subscription
 from kmirror.mirror.topics import PartitionsOfflineError, TopicManager
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import ProgressBook
+from kmirror.schemas import translator_for
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,8 @@ class Stream:
         self._book = ProgressBook()
         self._topics = TopicManager(config)
         self._store = ProgressStore(config, self._topics)
+        # Schema IDs in keys and values, for both paths (None when schemas are not mirrored).
+        self._schemas = translator_for(config, metrics.registry, self._compacted_topic)
         self._committer = Committer(self._book, self._latch, metrics, stream_id)
         self._client_errors: list[KafkaError] = []  # for the start-up check (connect.py)
         self._consumer: Consumer | None = None
@@ -125,6 +128,7 @@ class Stream:
                     error_cb=self._on_client_error,
                     check=self._check,
                     client_errors=self._client_errors,
+                    schemas=self._schemas,
                     consume_batch=self._tuning.consume_batch,
                     consume_timeout_s=self._tuning.consume_timeout_s,
                 )
@@ -170,6 +174,11 @@ class Stream:
         )
         copier.connect(deadline)
         self._client_errors.clear()
+        if self._schemas is not None:
+            self._schemas.start()  # the persisted ID map, before any record is copied
+
+    def _compacted_topic(self, topic: str) -> None:
+        self._topics.ensure_internal(topic, 1, {"cleanup.policy": "compact"})
 
     def _ensure_store(self) -> None:
         """The progress topic answers. A leaderless partition is waited out (a starved or
@@ -332,6 +341,8 @@ class Stream:
             if self._copier is not None:
                 self._copier.close(0 if not clean else 5)
             self._store.close(0 if not clean else 5)
+            if self._schemas is not None:
+                self._schemas.close()
         # The last attempt counts: close() revokes, and the revocation commits again.
         return not self._uncommitted
 

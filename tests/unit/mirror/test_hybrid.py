@@ -33,19 +33,13 @@ def test_record_engine_is_the_record_copier() -> None:
 
 def test_auto_is_the_default_engine() -> None:
     assert config().engine == "auto"
-    assert getattr(engine_for(config()), "keywords", None) == {"adaptive": True}
+    assert engine_for(config()) is HybridCopier
     # Exactly-once on the default engine: transactions on both paths.
-    assert getattr(engine_for(config(exactly_once=True)), "func", None) is (
-        TransactionalHybridCopier
-    )
+    assert engine_for(config(exactly_once=True)) is TransactionalHybridCopier
 
 
 def test_batch_engine_is_the_hybrid_copier() -> None:
-    factory = engine_for(config(engine="batch"))
-    assert getattr(factory, "func", None) is HybridCopier
-    assert getattr(factory, "keywords", None) == {"adaptive": False}
-    auto = engine_for(config(engine="auto"))
-    assert getattr(auto, "keywords", None) == {"adaptive": True}
+    assert engine_for(config(engine="batch")) is HybridCopier
 
 
 def test_batch_with_hash_partitioning_is_refused_naming_the_fix() -> None:
@@ -65,8 +59,7 @@ def test_auto_takes_the_record_path_for_what_batches_cannot_do() -> None:
 def test_retries_after_refused_sends_stay_on_the_batch_path() -> None:
     # abort.on.send.failure=false: the hybrid copier re-sends from the last commit itself.
     for engine in ("batch", "auto"):
-        factory = engine_for(config(engine=engine, abort_on_send_failure=False))
-        assert getattr(factory, "func", None) is HybridCopier
+        assert engine_for(config(engine=engine, abort_on_send_failure=False)) is HybridCopier
 
 
 def test_batch_refuses_security_settings_it_cannot_do() -> None:

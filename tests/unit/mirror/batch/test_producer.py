@@ -4,61 +4,32 @@ fault tiers)."""
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from kafka.future import Future
-from kafka.protocol.producer.transaction import InitProducerIdRequest
 from kafka.record.default_records import DefaultRecordBatch
 
-from kmirror.mirror.batch.producer import BatchSendError, Pending, ProducerSession
+from kmirror.mirror.batch.merger import Merger, Staged
+from kmirror.mirror.batch.producer import RETRY_BACKOFF_S, BatchSendError, ProducerSession
 from kmirror.mirror.batch.records import split
-from tests.unit.mirror.batch.helpers import build
+from tests.unit.mirror.batch.helpers import Limits, Link, build
 
 pytestmark = pytest.mark.unit
 
 TARGET = ("t", 0)
 
 
-class Link:
-    """Node 1 leads everything; every request waits in `sent` for the test to answer it."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[Any, Future]] = []
-
-    def any_node(self) -> int:
-        return 1
-
-    def leader(self, topic: str, partition: int) -> int:
-        return 1
-
-    def in_flight(self, node: int) -> int:
-        return sum(1 for _, f in self.sent if not f.is_done)
-
-    def refresh(self) -> None:
-        pass
-
-    def send(self, node: int, request: Any) -> Future:
-        future = Future()
-        self.sent.append((request, future))
-        return future
-
-    def grant(self, producer_id: int) -> None:
-        """Answer the open InitProducerId request."""
-        request, future = self.sent[-1]
-        assert isinstance(request, InitProducerIdRequest)
-        future.success(SimpleNamespace(error_code=0, producer_id=producer_id, producer_epoch=0))
-
-
-def pending(count: int) -> Pending:
+def pending(count: int) -> Staged:
     (batch,), _ = split(build(list(range(count)), base_offset=100))
-    return Pending(("s", 0), batch, batch.next_offset)
+    return Staged(("s", 0), batch, batch.next_offset)
 
 
 def session(link: Link, delivery_timeout_s: float = 60.0) -> ProducerSession:
     return ProducerSession(
         link,  # type: ignore[arg-type]
+        Merger(Limits()),
         max_in_flight=5,
         request_timeout_ms=30_000,
         delivery_timeout_s=delivery_timeout_s,
@@ -108,3 +79,128 @@ def test_a_batch_nobody_acknowledges_is_a_send_failure_the_loop_may_retry() -> N
         s.send()
     assert err.value.target == TARGET
     assert not err.value.permanent
+
+
+# -- re-batching: what a free slot sends ------------------------------------------------------
+
+
+def contiguous(counts: list[int], first: int = 0) -> list[Staged]:
+    """Source batches of these record counts, back to back from offset `first`."""
+    out, offset = [], first
+    for n in counts:
+        (batch,), _ = split(build(list(range(n)), base_offset=offset))
+        out.append(Staged(("s", 0), batch, batch.next_offset))
+        offset += n
+    return out
+
+
+def answer(link: Link, index: int, base_offset: int, code: int = 0) -> None:
+    request, future = link.sent[index]
+    parts = [
+        SimpleNamespace(index=pd.index, error_code=code, base_offset=base_offset,
+                        error_message=None, record_errors=[])
+        for td in request.topic_data for pd in td.partition_data
+    ]  # fmt: skip
+    name = request.topic_data[0].name
+    future.success(
+        SimpleNamespace(responses=[SimpleNamespace(name=name, partition_responses=parts)])
+    )
+
+
+def started(link: Link, limits: Limits | None = None) -> ProducerSession:
+    s = ProducerSession(
+        link,  # type: ignore[arg-type]
+        Merger(limits or Limits()),
+        max_in_flight=5,
+        request_timeout_ms=30_000,
+        delivery_timeout_s=60.0,
+    )
+    s.ready()
+    link.grant(7)
+    return s
+
+
+def test_what_is_staged_when_a_slot_is_free_goes_out_at_once_as_one_batch() -> None:
+    link = Link()
+    s = started(link)
+    for staged in contiguous([3, 1, 5, 2]):
+        s.enqueue(TARGET, staged)
+    s.send()
+    ((request, _),) = link.sent[1:]
+    batch = produced(request)
+    assert [r.offset for r in batch] == list(range(11))  # one batch, offsets renumbered
+    assert (batch.producer_id, batch.base_sequence) == (7, 0)
+    answer(link, 1, base_offset=500)
+    (acked,) = s.take()
+    # What the book is told: source offsets 0..10 landed at target offsets 500..510.
+    assert (acked.first, acked.records, acked.next_source, acked.target_offset) == (0, 11, 11, 500)
+    assert acked.batches == 4 and s.unacknowledged == 0
+
+
+def test_while_every_slot_is_taken_batches_wait_and_the_next_slot_takes_them_all() -> None:
+    link = Link()
+    s = started(link)
+    batches = contiguous([2] * 10)
+    for staged in batches[:5]:
+        s.enqueue(TARGET, staged)
+        s.send()  # a free slot each time: one batch each, as it came
+    assert len(link.sent) == 6 and s.queued(TARGET) == 5
+    for staged in batches[5:]:
+        s.enqueue(TARGET, staged)
+    s.send()
+    assert len(link.sent) == 6  # five in flight: they wait
+    answer(link, 1, base_offset=0)
+    assert [p.records for p in s.take()] == [2]
+    s.send()
+    merged = produced(link.sent[-1][0])
+    assert (len(link.sent), len(list(merged)), merged.base_sequence) == (7, 10, 10)
+
+
+def test_a_gap_in_source_offsets_starts_a_new_batch() -> None:
+    link = Link()
+    s = started(link)
+    for staged in contiguous([3, 3]) + contiguous([2], first=7):  # offset 6 is missing
+        s.enqueue(TARGET, staged)
+    s.send()
+    sent = [produced(r) for r, _ in link.sent[1:]]
+    assert [(len(list(b)), b.base_sequence) for b in sent] == [(6, 0), (2, 6)]
+
+
+def test_batches_go_one_by_one_until_the_target_topics_limit_is_known() -> None:
+    link = Link()
+    s = started(link, Limits(None))
+    for staged in contiguous([2, 2, 2]):
+        s.enqueue(TARGET, staged)
+    s.send()
+    assert [len(list(produced(r))) for r, _ in link.sent[1:]] == [2, 2, 2]
+
+
+def test_a_new_producer_session_sends_the_merged_batches_again_under_its_id() -> None:
+    link = Link()
+    s = started(link)
+    for staged in contiguous([3, 3]):
+        s.enqueue(TARGET, staged)
+    s.send()
+    answer(link, 1, base_offset=-1, code=45)  # OUT_OF_ORDER_SEQUENCE_NUMBER: the id is lost
+    assert s.take() == []
+    s.send()
+    link.grant(8)
+    time.sleep(RETRY_BACKOFF_S)  # a failed partition waits this long before sending again
+    s.send()
+    again = produced(link.sent[-1][0])
+    assert again.validate_crc()
+    assert (again.producer_id, again.base_sequence, len(list(again))) == (8, 0, 6)
+
+
+def test_a_merged_batch_refused_as_too_large_asks_for_the_limit_again() -> None:
+    link = Link()
+    limits = Limits()
+    s = started(link, limits)
+    for staged in contiguous([3, 3]):
+        s.enqueue(TARGET, staged)
+    s.send()
+    answer(link, 1, base_offset=-1, code=10)  # MESSAGE_TOO_LARGE
+    s.take()
+    with pytest.raises(BatchSendError, match=r"max\.message\.bytes is lower") as err:
+        s.check()
+    assert not err.value.permanent and limits.forgotten == ["t"]
