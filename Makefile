@@ -40,7 +40,7 @@ jars: ## Kafka broker, MirrorMaker 2 and spark-sql-kafka jars from Maven Central
 registry: ## Apicurio Registry 3.3.3 (schema registry for the schema tests and the demo) from Maven Central into the cache
 	@scripts/registry-local fetch >/dev/null
 
-go-tools: ## helm, ct, kubeconform, promtool and the test image registry built from the Go module proxy into the cache
+go-tools: ## helm, ct, kubeconform, promtool, the test image registry and Toxiproxy built from the Go module proxy into the cache
 	@scripts/build-go-tools
 
 system-deps: ## podman, runc, debootstrap from Debian (for the image tests)

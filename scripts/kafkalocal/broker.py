@@ -20,8 +20,6 @@ from scripts.kafkalocal.spec import (
     save_spec,
 )
 
-JVM_HEAP = ["-Xms256m", "-Xmx512m"]
-
 # Brokers started by this process: kept so they can be reaped (no zombies, no ResourceWarning).
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
@@ -119,7 +117,8 @@ def launch(spec: ClusterSpec, jars: Path, truncate_log: bool) -> int:
         pending.unlink(missing_ok=True)
     cmd = [
         java_bin(),
-        *JVM_HEAP,
+        f"-Xms{min(spec.heap_mb, 256)}m",
+        f"-Xmx{spec.heap_mb}m",
         *cds,
         "-XX:+ExitOnOutOfMemoryError",
         "-Djava.awt.headless=true",

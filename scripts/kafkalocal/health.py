@@ -49,6 +49,22 @@ def probe(bootstrap: str, timeout: float = 5.0) -> str | None:
     return str(md.cluster_id) if md.cluster_id else None
 
 
+def under_replicated(bootstrap: str, timeout: float = 5.0) -> list[str]:
+    """Partitions (internal topics included) whose in-sync replicas are fewer than their
+    replicas, as "topic[partition]"; raises ClusterError when the cluster does not answer."""
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _QUIET}
+    try:
+        md = AdminClient(conf).list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise ClusterError(f"no metadata from {bootstrap}: {exc}") from exc
+    return [
+        f"{name}[{p.id}]"
+        for name, t in md.topics.items()
+        for p in t.partitions.values()
+        if len(p.isrs) < len(p.replicas)
+    ]
+
+
 def status(name: str, probe_timeout: float = 3.0) -> ClusterStatus:
     spec = load_spec(name)
     pid = read_pid(name)

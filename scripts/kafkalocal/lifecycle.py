@@ -16,7 +16,6 @@ from scripts.kafkalocal.health import port_open, wait_healthy
 from scripts.kafkalocal.java import cds_pending_file, cds_publish, kafka_jar_dir
 from scripts.kafkalocal.spec import (
     DEFAULT_CLUSTERS,
-    HOST,
     START_TIMEOUT_S,
     STOP_TIMEOUT_S,
     ClusterError,
@@ -62,7 +61,7 @@ def _start_one(spec: ClusterSpec, fresh: bool, timeout: float) -> StartResult:
     if pid is not None and broker.pid_alive(pid, spec.name):
         return _reuse_running(spec, pid, t0, deadline)
 
-    for port in (spec.port, spec.controller_port):
+    for port in spec.ports:
         if port_open(port):
             raise ClusterError(f"{spec.name}: port {port} is already in use by another process")
 
@@ -134,31 +133,11 @@ def up(
     specs = list(specs)
     ports: dict[int, str] = {}
     for s in specs:
-        for p in (s.port, s.controller_port):
+        for p in s.ports:
             if p in ports:
                 raise ClusterError(f"port {p} used by both {ports[p]} and {s.name}")
             ports[p] = s.name
     return _start_many(specs, fresh, timeout)
-
-
-def quorum_specs(name: str, port: int, nodes: int) -> list[ClusterSpec]:
-    """A cluster of `nodes` brokers, each also a controller voter: nodes `<name>-1..N` on client
-    ports port, port+2, ... (controllers +1). Start them together with up(..., fresh=True): a
-    node answers only once a majority of voters runs. The bootstrap is every node's address."""
-    if nodes < 1:
-        raise ClusterError(f"{name}: nodes must be >= 1")
-    cid = new_cluster_id()
-    specs = [ClusterSpec(f"{name}-{i + 1}", port + 2 * i) for i in range(nodes)]
-    voters = ",".join(f"{i + 1}@{HOST}:{s.controller_port}" for i, s in enumerate(specs))
-    return [
-        ClusterSpec(
-            s.name,
-            s.port,
-            {"node.id": str(i + 1), "controller.quorum.voters": voters},
-            cluster_id=cid,
-        )
-        for i, s in enumerate(specs)
-    ]
 
 
 def start(names: Iterable[str], timeout: float = START_TIMEOUT_S) -> dict[str, StartResult]:

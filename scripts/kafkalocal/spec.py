@@ -15,6 +15,7 @@ RESOLVE_JARS = REPO_ROOT / "scripts" / "resolve-jars"
 HOST = "127.0.0.1"
 DEFAULT_CLUSTERS: dict[str, int] = {"source": 19092, "target": 29092}
 START_TIMEOUT_S = 90.0
+HEAP_MB = 512  # a broker's -Xmx; the nodes of a multi-broker cluster get less (quorum.py)
 STOP_TIMEOUT_S = 20.0
 LOG_TAIL_LINES = 40
 
@@ -34,6 +35,7 @@ class ClusterSpec:
     overrides: dict[str, str] = field(default_factory=dict, hash=False)
     # The id a fresh data directory is formatted with (nodes of one quorum share it); None: new.
     cluster_id: str | None = field(default=None, compare=False)
+    heap_mb: int = HEAP_MB
 
     def __post_init__(self) -> None:
         if not _NAME_RE.match(self.name):
@@ -48,6 +50,12 @@ class ClusterSpec:
     @property
     def bootstrap(self) -> str:
         return f"{HOST}:{self.port}"
+
+    @property
+    def ports(self) -> list[int]:
+        """Every port the broker listens on: client, controller and any extra listener."""
+        extra = re.findall(r":(\d+)(?:,|$)", self.overrides.get("listeners", ""))
+        return sorted({self.port, self.controller_port, *(int(p) for p in extra)})
 
 
 @dataclass(frozen=True)
@@ -120,7 +128,12 @@ def load_spec(name: str) -> ClusterSpec:
     meta = files(name)["meta"]
     if meta.exists():
         raw = json.loads(meta.read_text())
-        return ClusterSpec(raw["name"], int(raw["port"]), dict(raw.get("overrides", {})))
+        return ClusterSpec(
+            raw["name"],
+            int(raw["port"]),
+            dict(raw.get("overrides", {})),
+            heap_mb=int(raw.get("heap_mb", HEAP_MB)),
+        )
     if name in DEFAULT_CLUSTERS:
         return ClusterSpec(name, DEFAULT_CLUSTERS[name])
     raise ClusterError(f"unknown cluster {name!r} (no {meta})")
@@ -133,6 +146,7 @@ def save_spec(spec: ClusterSpec) -> None:
         "port": spec.port,
         "controller_port": spec.controller_port,
         "overrides": spec.overrides,
+        "heap_mb": spec.heap_mb,
     }
     files(spec.name)["meta"].write_text(json.dumps(meta, indent=2) + "\n")
 

@@ -7,12 +7,16 @@ variable the full variants skip, so a bare `pytest tests/faults` stays short).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 from collections.abc import Callable, Iterator
 
 import pytest
+from confluent_kafka import KafkaException
 
-from tests.faults.harness import Result, full_mode, write_results
+from scripts import kafkalocal
+from tests.faults.cluster3 import RATE3, Clusters3, start_pair
+from tests.faults.harness import RATE, Result, full_mode, write_results
 from tests.kafkatools import Clusters, delete_topic
 
 MODES = pytest.mark.parametrize(
@@ -24,8 +28,6 @@ MODES = pytest.mark.parametrize(
     indirect=True,
 )
 
-_RESULTS: dict[str, list[Result]] = {}
-
 
 @pytest.fixture
 def mode(request: pytest.FixtureRequest) -> str:
@@ -35,22 +37,34 @@ def mode(request: pytest.FixtureRequest) -> str:
     return value
 
 
-@pytest.fixture(scope="session")
-def fault_results() -> Iterator[Callable[[Result], None]]:
-    """record(result): collected and written to bench/results/faults-<mode>.json at the end."""
+def _collect(stem: str, rate: int) -> Iterator[Callable[[Result], None]]:
+    """record(result): collected and written to bench/results/<stem>-<mode>.json at the end."""
+    collected: dict[str, list[Result]] = {}
 
     def record(result: Result) -> None:
-        _RESULTS.setdefault(result.mode, []).append(result)
+        collected.setdefault(result.mode, []).append(result)
 
     yield record
-    for mode, results in _RESULTS.items():
-        path = write_results(results, mode)
-        print(f"\n[faults] {len(results)} scenario(s) written to {path}")
+    for mode, results in collected.items():
+        path = write_results(results, mode, stem, rate)
+        print(f"\n[{stem}] {len(results)} scenario(s) written to {path}")
         for r in results:
             print(
-                f"[faults] {r.scenario:<22} produced={r.produced} mirrored={r.mirrored} "
+                f"[{stem}] {r.scenario:<22} produced={r.produced} mirrored={r.mirrored} "
                 f"missing={r.missing} duplicates={r.duplicates} recovery={r.summary()}"
             )
+
+
+@pytest.fixture(scope="session")
+def fault_results() -> Iterator[Callable[[Result], None]]:
+    """The single-broker scenarios' results (faults-<mode>.json)."""
+    yield from _collect("faults", RATE)
+
+
+@pytest.fixture(scope="session")
+def fault_results3() -> Iterator[Callable[[Result], None]]:
+    """The 3-broker scenarios' results (faults3-<mode>.json), at their own load (RATE3)."""
+    yield from _collect("faults3", RATE3)
 
 
 @pytest.fixture
@@ -61,3 +75,35 @@ def target_cleanup(clusters: Clusters) -> Iterator[list[str]]:
     for name in names:
         with contextlib.suppress(Exception):
             delete_topic(clusters.target_bootstrap, name, timeout=10, wait=False)
+
+
+@pytest.fixture(scope="package")
+def clusters3() -> Iterator[Clusters3]:
+    """Source and target as 3-broker clusters behind Toxiproxy (tests/faults/cluster3.py),
+    started by the first test that asks and stopped after the last test of tests/faults, also
+    when tests fail (atexit as a backstop): six idle JVMs would otherwise hold 2 GB and some
+    CPU through the rest of make test. Reused and left running when a healthy pair of those
+    names already runs."""
+    try:
+        pair = start_pair()
+    except (kafkalocal.ClusterError, KafkaException, RuntimeError, TimeoutError) as exc:
+        pytest.fail(f"could not start the 3-broker clusters:\n{exc}", pytrace=False)
+    atexit.register(pair.stop)
+    how = f"started in {pair.seconds:.1f}s" if pair.started else "reused"
+    print(
+        f"\n[clusters3] {pair.proxied.source_bootstrap} -> {pair.proxied.target_bootstrap}: {how}"
+    )
+    try:
+        yield pair
+    finally:
+        pair.stop()
+
+
+@pytest.fixture
+def three(clusters3: Clusters3) -> Iterator[Clusters3]:
+    """The 3-broker pair for one scenario; afterwards every broker runs again, the proxies
+    are clean and every replica is in sync, whatever the scenario left behind."""
+    try:
+        yield clusters3
+    finally:
+        clusters3.restore()

@@ -62,6 +62,7 @@ def _load_main(
     stop: Any,
     out: Any,
     backlog: int,
+    linger_ms: int,
 ) -> None:
     """Child process: produce `backlog` records at once, then `rate` records/s until stopped.
     Keys are sequence numbers, so every source record is unique."""
@@ -69,7 +70,7 @@ def _load_main(
         {
             "bootstrap.servers": bootstrap,
             "enable.idempotence": True,
-            "linger.ms": 5,
+            "linger.ms": linger_ms,
             # Survive a source restart: records wait in the queue until the broker is back.
             "message.timeout.ms": 600_000,
             "queue.buffering.max.messages": 2_000_000,
@@ -129,13 +130,16 @@ class Load:
         rate: int = RATE,
         partitions: int = PARTITIONS,
         backlog: int = 0,
+        linger_ms: int = 5,
     ) -> None:
+        """linger_ms: how long the producer gathers records per partition, i.e. the size of
+        the source's batches (5 ms at RATE over 4 partitions: about 6 records)."""
         ctx = mp.get_context("spawn")
         self._stop = ctx.Event()
         self._out: Any = ctx.Queue()
         self._proc = ctx.Process(
             target=_load_main,
-            args=(bootstrap, topic, rate, partitions, self._stop, self._out, backlog),
+            args=(bootstrap, topic, rate, partitions, self._stop, self._out, backlog, linger_ms),
             name="faults-load",
             daemon=True,
         )
@@ -402,9 +406,10 @@ class Result:
         }
 
 
-def write_results(results: list[Result], mode: str) -> Path:
+def write_results(results: list[Result], mode: str, stem: str = "faults", rate: int = RATE) -> Path:
+    """bench/results/<stem>-<mode>.json (faults3: the 3-broker scenarios, their own rate)."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"faults-{mode}.json"
+    path = RESULTS_DIR / f"{stem}-{mode}.json"
     rev = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"],
         capture_output=True,
@@ -417,7 +422,7 @@ def write_results(results: list[Result], mode: str) -> Path:
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "git": rev or None,
         "host": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "rate_records_per_s": RATE,
+        "rate_records_per_s": rate,
         "commit_interval_ms": COMMIT_INTERVAL_MS,
         "session_timeout_ms": SESSION_TIMEOUT_MS,
         "scenarios": [{**asdict(r), **r.summary()} for r in results],

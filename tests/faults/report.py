@@ -1,10 +1,11 @@
-"""Rewrite the results tables of docs/reliability.md from bench/results/faults-{short,full}.json.
+"""Rewrite the results tables of docs/reliability.md from bench/results/<stem>-{short,full}.json
+(stem `faults`: the single-broker scenarios; `faults3`: the 3-broker ones).
 
     .venv/bin/python -m tests.faults.report          # print the tables
     .venv/bin/python -m tests.faults.report --write  # replace them in docs/reliability.md
 
-The tables sit between `<!-- faults:short -->` / `<!-- faults:full -->` and
-`<!-- /faults:... -->` markers; the rest of the document is left alone.
+The tables sit between `<!-- <stem>:short -->` / `<!-- <stem>:full -->` and
+`<!-- /<stem>:... -->` markers; the rest of the document is left alone.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 RESULTS = REPO_ROOT / "bench" / "results"
 DOC = REPO_ROOT / "docs" / "reliability.md"
 
+STEMS = ("faults", "faults3")
 ORDER = [
     "kill9",
     "sigterm",
@@ -31,7 +33,9 @@ ORDER = [
     "two-members",
     "two-members-cooperative",
     "stream-child-kill",
-]
+    *(f"{name}-{engine}{eos}" for name in ("leaders", "leader-kill9", "rolling-restart",
+      "rtt-100ms") for engine in ("record", "batch") for eos in ("", "-eos")),
+]  # fmt: skip
 
 
 def _s(value: Any) -> str:
@@ -65,17 +69,18 @@ def table(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def render(mode: str) -> str:
-    path = RESULTS / f"faults-{mode}.json"
+def render(stem: str, mode: str) -> str:
+    path = RESULTS / f"{stem}-{mode}.json"
     if not path.exists():
         return f"(no {path.relative_to(REPO_ROOT)} yet)"
     return table(json.loads(path.read_text()))
 
 
-def replace(text: str, mode: str, body: str) -> str:
-    pattern = re.compile(rf"(<!-- faults:{mode} -->\n).*?(\n<!-- /faults:{mode} -->)", re.S)
+def replace(text: str, stem: str, mode: str, body: str) -> str:
+    tag = f"{stem}:{mode}"
+    pattern = re.compile(rf"(<!-- {tag} -->\n).*?(\n<!-- /{tag} -->)", re.S)
     if not pattern.search(text):
-        raise SystemExit(f"{DOC}: no <!-- faults:{mode} --> ... <!-- /faults:{mode} --> markers")
+        raise SystemExit(f"{DOC}: no <!-- {tag} --> ... <!-- /{tag} --> markers")
     return pattern.sub(lambda m: m[1] + body + m[2], text)
 
 
@@ -86,13 +91,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     modes = args.mode or ["short", "full"]
     if not args.write:
-        for mode in modes:
-            print(f"## {mode}\n\n{render(mode)}\n")
+        for stem in STEMS:
+            for mode in modes:
+                print(f"## {stem} {mode}\n\n{render(stem, mode)}\n")
         return 0
     text = DOC.read_text(encoding="utf-8")
-    for mode in modes:
-        if (RESULTS / f"faults-{mode}.json").exists():
-            text = replace(text, mode, render(mode))
+    for stem in STEMS:
+        for mode in modes:
+            if (RESULTS / f"{stem}-{mode}.json").exists():
+                text = replace(text, stem, mode, render(stem, mode))
     DOC.write_text(text, encoding="utf-8")
     print(f"updated {DOC}")
     return 0

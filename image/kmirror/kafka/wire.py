@@ -106,7 +106,14 @@ class Link:
 
     def send(self, node: int, request: Any) -> Future:
         """Send now (or once connected); the future holds the response or the failure."""
-        return self._manager.send(request, node_id=node)
+        try:
+            return self._manager.send(request, node_id=node)
+        except kerrors.UnknownBrokerIdError as exc:
+            # A node remembered from earlier (a transaction coordinator) that has left the
+            # metadata, e.g. a killed broker: kafka-python raises where a node that is merely
+            # not ready gives a failed future. Callers retry failed futures (elsewhere).
+            self.refresh()
+            return Future().failure(exc)
 
     def in_flight(self, node: int) -> int:
         conn = self._manager._conns.get(node)

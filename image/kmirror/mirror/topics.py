@@ -4,6 +4,7 @@ never deleted or shrunk."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Iterable, Mapping
@@ -203,6 +204,12 @@ class TopicManager:
                     f"new target partitions not online after {timeout:.0f}s: {names} "
                     f"({last}); check the target brokers' logs"
                 )
+            # librdkafka's ListOffsets finds leaders in the client's metadata cache. On a
+            # multi-broker target the first answer after a creation can come from a broker
+            # that has not seen the topic yet, and the cache then said "no leaders" for 30 s
+            # and more (1 creation in 2 on 3 local brokers). A metadata request refreshes it.
+            with contextlib.suppress(KafkaException):
+                self.target.list_topics(timeout=5)  # all topics: naming one may create it
             time.sleep(0.1)
 
     def _source_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:

@@ -7,10 +7,12 @@ in flight (the broker de-duplicates the last five per producer), one batch per p
 request, several requests in flight per connection. A batch is built when it can be sent (a
 slot is free): the merger (merger.py) takes everything staged that fits into one. A retriable
 error sends the partition's unacknowledged batches again, in order, with the same sequence
-numbers, once everything it had in flight has come back; a broken sequence
-(OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID) starts a new session and re-sends
-everything unacknowledged under the new producer id (at-least-once: the target may hold a
-batch twice, the progress book records the newer copy).
+numbers, once everything it had in flight has come back; so does an
+OUT_OF_ORDER_SEQUENCE_NUMBER behind a batch not acknowledged yet (``behind_unresolved``: a
+leader change with batches in flight). A broken sequence (OUT_OF_ORDER_SEQUENCE_NUMBER of the
+next batch, UNKNOWN_PRODUCER_ID) starts a new session and re-sends everything unacknowledged
+under the new producer id (at-least-once: the target may hold a batch twice, the progress book
+records the newer copy).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ MAX_REQUEST_BYTES = 64 * 1024 * 1024
 RETRY_BACKOFF_S = 0.1
 SEQUENCE_LIMIT = 2**31
 DUPLICATE_SEQUENCE = 46
+OUT_OF_ORDER_SEQUENCE = 45
 TOO_LARGE = {10: "MESSAGE_TOO_LARGE", 18: "RECORD_LIST_TOO_LARGE"}
 # The broker lost or refuses our sequence: a new producer id is the way out.
 SESSION_ERRORS = {45, 47, 59, 90}
@@ -95,6 +98,20 @@ class Queue:
         self.staged_bytes = 0
         self.sent = self.in_flight = 0
         self.retrying = False
+
+
+def behind_unresolved(q: Queue, p: Pending) -> bool:
+    """Is a batch ahead of p in its partition's queue not acknowledged yet (in flight, or
+    failed and waiting to go again)? An OUT_OF_ORDER_SEQUENCE_NUMBER for p is then that
+    batch's doing, not a lost sequence: e.g. a leader change with batches in flight, where the
+    old leader refused the one ahead and the new leader saw p first. p goes again after it, with
+    its sequence, as the Java producer retries it (TransactionManager.canRetry)."""
+    for item in q.items:
+        if item is p:
+            return False
+        if item.target_offset is None:
+            return True
+    return False
 
 
 class ProducerSession:
@@ -411,7 +428,9 @@ class ProducerSession:
                 permanent=True,
                 code=code,
             )
-        if code in SESSION_ERRORS and not q.retrying:
+        if code == OUT_OF_ORDER_SEQUENCE and behind_unresolved(q, p):
+            pass  # goes again after the batch ahead (below); the sequence is not lost
+        elif code in SESSION_ERRORS and not q.retrying:
             self._reset = True
         elif code not in RETRIABLE and code not in SESSION_ERRORS and code != -1:
             detail = "" if part is None else f" {part.error_message or ''}"

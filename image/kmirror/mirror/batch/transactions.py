@@ -34,7 +34,12 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kmirror.errors import SendError
 from kmirror.kafka.wire import Link
 from kmirror.mirror.batch.merger import Merger, Pending, Staged
-from kmirror.mirror.batch.producer import ProducerSession, Queue
+from kmirror.mirror.batch.producer import (
+    OUT_OF_ORDER_SEQUENCE,
+    ProducerSession,
+    Queue,
+    behind_unresolved,
+)
 from kmirror.mirror.batch.records import split
 from kmirror.partitions import SourcePartition, TargetPartition
 
@@ -50,7 +55,8 @@ RETRIABLE = {3, 7, 14, 15, 16, 51}
 REFIND = {-1, 15, 16}  # ... after finding the coordinator again (-1: no answer)
 FENCING = {47, 90}  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
 OPERATION_NOT_ATTEMPTED = 55  # AddPartitionsToTxn: another partition of the request failed
-# A transactional send the broker refuses for these cannot be retried into the transaction.
+# A transactional send the broker refuses for these cannot be retried into the transaction
+# (but an out-of-order answer behind an unacknowledged batch is that batch's doing: retried).
 ABORTABLE = {45, 59}  # OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID
 NAMES = {
     47: "INVALID_PRODUCER_EPOCH",
@@ -239,7 +245,7 @@ class TxnSession(ProducerSession):
         if code in FENCING:
             self.fenced = True  # the copier drops the partition; nothing of it commits
             return
-        if code in ABORTABLE:
+        if code in ABORTABLE and not (code == OUT_OF_ORDER_SEQUENCE and behind_unresolved(q, p)):
             raise SendError(
                 f"target {q.topic}[{q.partition}] refused a transactional batch of "
                 f"{self.transactional_id} ({error_name(code)}): the transaction cannot be "

@@ -9,11 +9,14 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from kafka.future import Future
 from kafka.record.default_records import DefaultRecordBatch
 
+from kmirror.errors import SendError
 from kmirror.mirror.batch.merger import Merger, Staged
 from kmirror.mirror.batch.producer import RETRY_BACKOFF_S, BatchSendError, ProducerSession
 from kmirror.mirror.batch.records import split
+from kmirror.mirror.batch.transactions import TxnSession
 from tests.unit.mirror.batch.helpers import Limits, Link, build
 
 pytestmark = pytest.mark.unit
@@ -204,3 +207,87 @@ def test_a_merged_batch_refused_as_too_large_asks_for_the_limit_again() -> None:
     with pytest.raises(BatchSendError, match=r"max\.message\.bytes is lower") as err:
         s.check()
     assert not err.value.permanent and limits.forgotten == ["t"]
+
+
+def answer_future(future: Future, code: int, base_offset: int = 0) -> None:
+    """The target's answer for partition TARGET of one Produce request."""
+    part = SimpleNamespace(
+        index=TARGET[1], error_code=code, base_offset=base_offset, error_message=None,
+        record_errors=[],
+    )  # fmt: skip
+    future.success(
+        SimpleNamespace(responses=[SimpleNamespace(name=TARGET[0], partition_responses=[part])])
+    )
+
+
+def resent_after_backoff(s: ProducerSession, link: Link, since: int) -> list[tuple[int, int]]:
+    time.sleep(RETRY_BACKOFF_S + 0.02)
+    s.send()
+    return [(b.producer_id, b.base_sequence) for b in (produced(r) for r, _ in link.sent[since:])]
+
+
+def txn_session(link: Link) -> TxnSession:
+    s = TxnSession(
+        link,  # type: ignore[arg-type]
+        Merger(Limits()),
+        "tx",
+        max_in_flight=5,
+        request_timeout_ms=30_000,
+        delivery_timeout_s=60.0,
+    )
+    s.start(7, 0)
+    s.added.add(TARGET)
+    return s
+
+
+def test_out_of_order_behind_a_failed_batch_is_retried_under_a_transaction() -> None:
+    """A leader change with batches in flight (found by the 3-broker rolling restart,
+    --engine batch --exactly-once): the old leader refuses the first batch
+    (NOT_LEADER_OR_FOLLOWER), the new leader gets the pipelined second one before the first
+    and answers OUT_OF_ORDER_SEQUENCE_NUMBER. That is the first one's fault, not a broken
+    sequence: both go again, in order, with their sequences, as the Java producer does. It
+    was a fatal SendError (the stream stopped, exit 1)."""
+    link = Link()
+    s = txn_session(link)
+    s.enqueue(TARGET, pending(3))
+    s.enqueue(TARGET, pending(2))
+    s.send()
+    (_, first), (_, second) = link.sent
+    answer_future(first, 6)
+    answer_future(second, 45)
+    assert s.take() == []
+    s.check()
+    assert resent_after_backoff(s, link, 2) == [(7, 0), (7, 3)]
+
+
+def test_out_of_order_before_the_batch_ahead_answered_keeps_the_producer_id() -> None:
+    """The same race with the answers the other way round (two connections: the old
+    leader's answer comes later). At least once, a new producer id here re-sent the first
+    batch under it: a duplicate if the old leader had written it after all."""
+    link = Link()
+    s = session(link)
+    s.ready()
+    link.grant(7)
+    s.enqueue(TARGET, pending(3))
+    s.enqueue(TARGET, pending(2))
+    s.send()
+    (_, first), (_, second) = link.sent[1:]
+    answer_future(second, 45)
+    assert s.take() == []
+    answer_future(first, 6)
+    assert s.take() == []
+    assert s.ready()  # no new producer id
+    assert resent_after_backoff(s, link, 3) == [(7, 0), (7, 3)]
+
+
+def test_out_of_order_of_the_next_batch_itself_still_ends_the_transaction() -> None:
+    """Nothing ahead of it unresolved: the broker really lost our sequence, and a
+    transaction cannot carry on past that."""
+    link = Link()
+    s = txn_session(link)
+    s.enqueue(TARGET, pending(3))
+    s.send()
+    answer_future(link.sent[0][1], 45)
+    with pytest.raises(SendError, match=r"refused a transactional batch .* \(error code 45\)"):
+        s.take()
+        s.check()
