@@ -87,24 +87,39 @@ def _transactions(bootstrap: str, topic: str, plan: list[tuple[int, bool]], **co
             producer.abort_transaction(30)
 
 
-def test_transactional_source_copies_committed_and_skips_aborted(
-    clusters: Clusters, make_topic: MakeTopic
-) -> None:
+def _copied_transactions(
+    clusters: Clusters,
+    make_topic: MakeTopic,
+    plan: list[tuple[int, bool]],
+    after: int = 0,
+    **conf: object,
+) -> tuple[str, str, ProgressBook]:
+    """Transactions of `plan` (then `after` plain idempotent records) copied by the batch
+    path: the committed records arrive byte for byte, no aborted one, every offset translated,
+    and the whole source (markers, aborted records) acknowledged. Returns source and target
+    topic and the book."""
     src = make_topic(clusters.source_bootstrap, partitions=2)
     dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
-    _transactions(clusters.source_bootstrap, src, [(300, True), (200, False), (300, True)])
-    produce(clusters.source_bootstrap, src, records(100))  # plain idempotent records after
+    _transactions(clusters.source_bootstrap, src, plan, **conf)
+    if after:
+        produce(clusters.source_bootstrap, src, records(after))
     config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
     book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
     assert fallbacks == {}
     source = consume_all(clusters.source_bootstrap, src)
     target = consume_all(clusters.target_bootstrap, dst)
-    assert len(source) == 700
+    assert len(source) == sum(n for n, commit in plan if commit) + after
     assert [r.content() for r in target] == [r.content() for r in source]
     assert not [r for r in target if r.value and r.value.startswith(b"aborted")]
     assert_translates(book, src, source, target)
-    # Markers and aborted records were not copied, yet the whole source was acknowledged.
     assert {p: book[(src, p)].acked for p in (0, 1)} == end_offsets(clusters.source_bootstrap, src)
+    return src, dst, book
+
+
+def test_transactional_source_copies_committed_and_skips_aborted(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    _copied_transactions(clusters, make_topic, [(300, True), (200, False), (300, True)], 100)
 
 
 def test_compacted_source_copies_dense_batches_and_hands_the_rest_to_the_record_path(
@@ -176,22 +191,10 @@ def test_small_source_batches_are_merged_byte_for_byte_with_their_codec(
 def test_small_transactional_batches_are_merged_between_markers_and_aborted_records(
     clusters: Clusters, make_topic: MakeTopic
 ) -> None:
-    src = make_topic(clusters.source_bootstrap, partitions=2)
-    dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
     plan = [(60, True), (40, False), (60, True), (30, True), (50, False), (60, True)]
-    _transactions(clusters.source_bootstrap, src, plan, **SMALL)
-    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
-    book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
-    assert fallbacks == {}
-    source = consume_all(clusters.source_bootstrap, src)
-    target = consume_all(clusters.target_bootstrap, dst)
-    assert len(source) == 210
-    assert [r.content() for r in target] == [r.content() for r in source]
-    assert not [r for r in target if r.value and r.value.startswith(b"aborted")]
     # Each merged batch is one run of consecutive source offsets: markers and aborted
     # records between transactions start a new one, and the book translates every offset.
-    assert_translates(book, src, source, target)
-    assert {p: book[(src, p)].acked for p in (0, 1)} == end_offsets(clusters.source_bootstrap, src)
+    src, dst, book = _copied_transactions(clusters, make_topic, plan, **SMALL)
     for p in (0, 1):
         copied = [b for b in raw_batches(clusters.source_bootstrap, src, p) if not b.is_control]
         stored = raw_batches(clusters.target_bootstrap, dst, p)
@@ -313,11 +316,18 @@ def test_revoke_and_assign_again_continues_without_gap_or_duplicate(
 ) -> None:
     src = make_topic(clusters.source_bootstrap, partitions=2)
     dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
-    # Far more than one step and a flush can copy: the revoke comes mid-way.
+    # Far more than one step and a flush can copy: the revoke comes mid-way. (A flush sends
+    # everything fetched, up to a few merged batch bounds per partition: small bounds here.)
     produce(clusters.source_bootstrap, src, records(60_000), **{"batch.num.messages": "500"})
     ends = end_offsets(clusters.source_bootstrap, src)
     book = ProgressBook()
-    copier = BatchCopier(mirror_config(clusters.source_bootstrap, clusters.target_bootstrap), book)
+    config = mirror_config(
+        clusters.source_bootstrap,
+        clusters.target_bootstrap,
+        source_conf={"max.partition.fetch.bytes": "65536"},
+        target_conf={"batch.size": "65536"},
+    )
+    copier = BatchCopier(config, book)
     keys = [(src, p) for p in ends]
     try:
         copier.assign({k: (dst, 0) for k in keys})

@@ -26,6 +26,19 @@ def asked(link: Link) -> list[Any]:
     return [r.resources[0].resource_name for r, _ in link.sent]
 
 
+def answered(
+    code: int, value: str | None = None, producer_max: int = 1_000_000
+) -> tuple[Link, TopicLimits]:
+    """Limits that asked for topic "t" once and took this answer."""
+    link = Link()
+    limits = TopicLimits(link, producer_max)  # type: ignore[arg-type]
+    limits.want("t")
+    limits.poll()
+    reply(link, code, value)
+    limits.poll()
+    return link, limits
+
+
 def test_the_bound_is_the_topics_max_message_bytes_capped_by_the_producer() -> None:
     link = Link()
     limits = TopicLimits(link, 1_000_000)  # type: ignore[arg-type]
@@ -47,12 +60,7 @@ def test_the_bound_is_the_topics_max_message_bytes_capped_by_the_producer() -> N
 
 
 def test_a_topic_not_there_yet_is_asked_again_later() -> None:
-    link = Link()
-    limits = TopicLimits(link, 1_000_000)  # type: ignore[arg-type]
-    limits.want("t")
-    limits.poll()
-    reply(link, 3)  # UNKNOWN_TOPIC_OR_PARTITION
-    limits.poll()
+    link, limits = answered(3)  # UNKNOWN_TOPIC_OR_PARTITION
     assert limits.bound("t") is None and len(link.sent) == 1  # not at once: after RETRY_S
     limits._retry_at["t"] = 0.0  # RETRY_S later
     limits.poll()
@@ -60,22 +68,12 @@ def test_a_topic_not_there_yet_is_asked_again_later() -> None:
 
 
 def test_without_the_right_to_read_configs_the_producers_bound_applies() -> None:
-    link = Link()
-    limits = TopicLimits(link, 500_000)  # type: ignore[arg-type]
-    limits.want("t")
-    limits.poll()
-    reply(link, 29)  # TOPIC_AUTHORIZATION_FAILED
-    limits.poll()
+    _, limits = answered(29, producer_max=500_000)  # TOPIC_AUTHORIZATION_FAILED
     assert limits.bound("t") == 500_000
 
 
 def test_a_refused_merged_batch_makes_it_ask_again() -> None:
-    link = Link()
-    limits = TopicLimits(link, 1_000_000)  # type: ignore[arg-type]
-    limits.want("t")
-    limits.poll()
-    reply(link, 0, "100000")
-    limits.poll()
+    link, limits = answered(0, "100000")
     limits.forget("t")
     assert limits.bound("t") is None
     limits.poll()
