@@ -19,7 +19,7 @@ from kmirror.errors import KmirrorError
 from kmirror.logsetup import configure_for
 from kmirror.metrics.aggregate import snapshot
 from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.engine import engine_for
+from kmirror.mirror.engine import Plan
 from kmirror.mirror.stream import DEFAULT_TUNING, Stream, StreamState, Tuning
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,7 @@ def stream_main(
     stream_id: int,
     outbox: Any,
     parent: int,
+    plan: Plan,
     tuning: Tuning = DEFAULT_TUNING,
 ) -> None:
     configure_for(config)
@@ -62,8 +63,8 @@ def stream_main(
         except Exception as exc:  # a full pipe must never stop the copy, but is reported
             failures.failed(exc)
 
-    engine = engine_for(config, announce=False)
-    stream = Stream(config, metrics, stop, stream_id, on_tick=publish, tuning=tuning, engine=engine)
+    # The supervisor's plan: the stream builds the copier it names, deciding nothing again.
+    stream = Stream(config, metrics, stop, stream_id, plan.copier, on_tick=publish, tuning=tuning)
     code = 0
     try:
         stream.run()

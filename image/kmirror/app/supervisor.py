@@ -31,7 +31,7 @@ from kmirror.dr.service import DrService
 from kmirror.errors import CommitError
 from kmirror.metrics.aggregate import StreamsCollector
 from kmirror.metrics.http import HealthServer
-from kmirror.mirror.engine import engine_for
+from kmirror.mirror.engine import Plan, plan_for
 from kmirror.mirror.stream import DEFAULT_TUNING, StreamState, Tuning
 from kmirror.mirror.topicconfigs import ConfigSync
 from kmirror.schemas.service import SchemaSyncService
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 HEARTBEAT_STALE_S = 120.0
 
 
-StreamMain = Callable[[MirrorConfig, int, Any, int, Tuning], None]
+StreamMain = Callable[[MirrorConfig, int, Any, int, Plan, Tuning], None]
 
 
 class Supervisor:
@@ -52,8 +52,12 @@ class Supervisor:
         registry: CollectorRegistry | None = None,
         target: StreamMain = stream_main,
         tuning: Tuning = DEFAULT_TUNING,
+        plan: Plan | None = None,
     ) -> None:
         self._config = config
+        # The engine, decided once here (a refusal is a ConfigError before anything starts);
+        # every stream process gets this plan and builds what it names.
+        self._plan = plan if plan is not None else plan_for(config)
         self._target = target
         self._tuning = tuning
         self._registry = registry or CollectorRegistry()
@@ -138,7 +142,7 @@ class Supervisor:
         for sid in range(self._config.num_streams):
             proc = ctx.Process(
                 target=self._target,
-                args=(self._config, sid, inbox, os.getpid(), self._tuning),
+                args=(self._config, sid, inbox, os.getpid(), self._plan, self._tuning),
                 name=f"kmirror-stream-{sid}",
                 daemon=False,
             )
@@ -237,5 +241,4 @@ class Supervisor:
 
 
 def run_mirror(config: MirrorConfig, tuning: Tuning = DEFAULT_TUNING) -> int:
-    engine_for(config)  # refuses (ConfigError) what the chosen engine cannot do, before a start
     return Supervisor(config, tuning=tuning).run()

@@ -10,7 +10,7 @@ Any send failure means: commit nothing more; abort (exit 1) or rewind and retry.
 mirror/exactly_once.py on the record path, mirror/exactly_once_hybrid.py on --engine batch|auto).
 
     Stream.run ── Subscription (group membership, topics, start offsets)
-               ├─ Copier (RecordCopier: consume, produce, delivery reports)
+               ├─ Copier (the one the supervisor's plan names: kmirror.mirror.engine)
                ├─ ProgressBook (per partition: acknowledged, committed, source->target runs)
                │   └─ ProgressStore (the book persisted on the target, written before commits)
                ├─ Committer (a commit point: progress records, then the source group)
@@ -42,10 +42,8 @@ from kmirror.mirror.contract import (
     Transactional,
     Tuning,
 )
-from kmirror.mirror.exactly_once import TransactionalCopier
 from kmirror.mirror.latch import FailureLatch
 from kmirror.mirror.progress_store import ProgressStore
-from kmirror.mirror.record_copier import RecordCopier
 from kmirror.mirror.subscription import Start, StreamState, Subscription
 from kmirror.mirror.topics import PartitionsOfflineError, TopicManager
 from kmirror.partitions import SourcePartition
@@ -64,10 +62,10 @@ class Stream:
         config: MirrorConfig,
         metrics: WorkerMetrics,
         stop: threading.Event,
-        stream_id: int = 0,
+        stream_id: int,
+        engine: CopierFactory,
         on_tick: Callable[[StreamState], None] | None = None,
         tuning: Tuning = DEFAULT_TUNING,
-        engine: CopierFactory = RecordCopier,
     ) -> None:
         self._config = config
         self._metrics = metrics
@@ -113,10 +111,7 @@ class Stream:
                 self.state,
                 self._id,
             )
-            factory = self._engine
-            if self._config.exactly_once and factory is RecordCopier:
-                factory = TransactionalCopier  # the record path's exactly-once copier
-            self._copier = factory(
+            self._copier = self._engine(
                 CopierContext(
                     self._config,
                     self._consumer,
