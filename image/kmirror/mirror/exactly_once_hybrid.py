@@ -17,12 +17,10 @@ import logging
 import time
 from collections.abc import Iterable
 
-from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.mirror.batch.exactly_once import TransactionalBatchCopier
 from kmirror.mirror.contract import CopierContext
 from kmirror.mirror.exactly_once import TransactionalCopier
 from kmirror.mirror.hybrid import HybridCopier
-from kmirror.mirror.record_copier import RecordCopier
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import ProgressBook
 
@@ -33,16 +31,12 @@ HANDOVER_TIMEOUT_S = 30.0
 
 class TransactionalHybridCopier(HybridCopier):
     def __init__(self, ctx: CopierContext) -> None:
-        super().__init__(ctx)
+        self._txn_record = TransactionalCopier(ctx)
+        self._txn_batch = TransactionalBatchCopier(
+            ctx.config, ctx.book, ctx.metrics, schemas=ctx.schemas
+        )
+        super().__init__(ctx, self._txn_record, self._txn_batch)
         self.router.probe = False
-        self._txn_record: TransactionalCopier = self._record  # type: ignore[assignment]
-        self._txn_batch: TransactionalBatchCopier = self._batch  # type: ignore[assignment]
-
-    def _record_copier(self, ctx: CopierContext) -> RecordCopier:
-        return TransactionalCopier(ctx)
-
-    def _batch_copier(self, ctx: CopierContext) -> BatchCopier:
-        return TransactionalBatchCopier(ctx.config, ctx.book, ctx.metrics, schemas=ctx.schemas)
 
     # -- the transactional copier's shape (Stream: open before the progress read, commit) --
 

@@ -113,13 +113,24 @@ class Router:
 
 
 class HybridCopier:
-    def __init__(self, ctx: CopierContext) -> None:
+    def __init__(
+        self,
+        ctx: CopierContext,
+        record: RecordCopier | None = None,
+        batch: BatchCopier | None = None,
+    ) -> None:
+        """`record`, `batch`: the two paths' copiers (exactly-once passes its transactional
+        ones); by default the plain ones."""
         self._ctx = ctx
         self._consumer = ctx.consumer
         self._book = ctx.book
-        self._record = self._record_copier(ctx)
+        self._record = record if record is not None else RecordCopier(ctx)
         self._record.only = set()
-        self._batch = self._batch_copier(ctx)
+        self._batch = (
+            batch
+            if batch is not None
+            else BatchCopier(ctx.config, ctx.book, ctx.metrics, schemas=ctx.schemas)
+        )
         self.router = Router()
         self._wait_s = ctx.consume_timeout_s
         self._pause: set[SourcePartition] = (
@@ -129,12 +140,6 @@ class HybridCopier:
         self._clean = False  # the last flush found nothing outstanding, nothing sent since
         self._record_busy_until = 0.0  # the record path copied something: short waits till then
         ctx.metrics.stats.elsewhere = self._batch_lag
-
-    def _record_copier(self, ctx: CopierContext) -> RecordCopier:
-        return RecordCopier(ctx)
-
-    def _batch_copier(self, ctx: CopierContext) -> BatchCopier:
-        return BatchCopier(ctx.config, ctx.book, ctx.metrics, schemas=ctx.schemas)
 
     # -- the Copier shape ----------------------------------------------------------------------
 
