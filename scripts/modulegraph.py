@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("kmirror", "kmirror.errors", "kmirror.partitions")),
     ("config", ("kmirror.config",)),
     ("access", ("kmirror.kafka", "kmirror.metrics")),
-    ("progress", ("kmirror.progress",)),
+    ("progress", ("kmirror.progress", "kmirror.control")),
     ("parts", ("kmirror.config.javaclient", "kmirror.mirror.batch", "kmirror.schemas")),
     ("features", ("kmirror.config.dialects", "kmirror.mirror", "kmirror.dr")),
     ("process", ("kmirror.logsetup", "kmirror.entrypoint")),
@@ -55,6 +55,8 @@ ROLES = {
     "kmirror.metrics": "Prometheus metrics of the streams and the supervisor, /metrics /healthz",
     "kmirror.progress": "the progress book, its record on the target, the one reader of it",
     "kmirror.config.javaclient": "Java client settings -> librdkafka (JKS, JAAS, key names)",
+    "kmirror.control": "operating a running mirror: paused topics, drains, throttles, the gate "
+    "a copier asks",
     "kmirror.mirror.batch": "the batch engine: source record batches copied as they are",
     "kmirror.schemas": "schema registry mirroring: subject sync, the ID map, ID rewriting",
     "kmirror.config.dialects": "MirrorMaker 1 files, mm2.properties, KUDO -> the model",

@@ -83,6 +83,8 @@ KITCHEN_SINK: dict[str, Any] = {
     "extraConsumerProperties": {"fetch.max.bytes": 52428800},
     "extraProducerProperties": {"compression.type": "zstd", "linger.ms": "20"},
     "logFormat": "json",
+    "control": {"enabled": True, "existingSecret": "kmirror-control"},
+    "throttle": "backlog.bytes=10485760,orders:tail.records=5000",
     "extraEnv": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
     "extraVolumes": [{"name": "templates", "configMap": {"name": "my-templates"}}],
     "extraVolumeMounts": [

@@ -57,6 +57,9 @@ KMIRROR_SYNC_TOPIC_CONFIGS_INTERVAL_S: {{ $v.syncTopicConfigsIntervalSeconds | i
 KMIRROR_PROGRESS_TOPIC: {{ . | quote }}
 {{- end }}
 KMIRROR_METRICS_PORT: {{ $v.metrics.port | int64 | toString | quote }}
+{{- with $v.throttle }}
+KMIRROR_THROTTLE: {{ . | quote }}
+{{- end }}
 KMIRROR_LOG_FORMAT: {{ $v.logFormat | quote }}
 KMIRROR_STRICT: {{ $v.strict | toString | quote }}
 KMIRROR_CONFIG_DIR: "/tmp/kmirror"

@@ -17,6 +17,7 @@ are reported at once. values.schema.json catches types, enums and ranges before 
 {{- $messages = append $messages (include "kmirror.validateValues.validation" .) -}}
 {{- $messages = append $messages (include "kmirror.validateValues.mirrorMode" .) -}}
 {{- $messages = append $messages (include "kmirror.validateValues.prometheusRule" .) -}}
+{{- $messages = append $messages (include "kmirror.validateValues.control" .) -}}
 {{- $trimmed := list -}}
 {{- range $messages }}{{ with trim . }}{{ $trimmed = append $trimmed . }}{{ end }}{{ end -}}
 {{- $message := join "\n" $trimmed -}}
@@ -224,5 +225,15 @@ kmirror: prometheusRule.selector
 kmirror: prometheusRule.commitIntervalSeconds
     mm2Config.enabled: the commit interval is your mm2.properties' offset.flush.interval.ms;
     set prometheusRule.commitIntervalSeconds to it (in seconds) for the KmirrorNoCommit alert.
+{{- end }}
+{{- end -}}
+
+{{/* The control API needs its token. */}}
+{{- define "kmirror.validateValues.control" -}}
+{{- if and .Values.control.enabled (not .Values.control.existingSecret) }}
+kmirror: control.existingSecret
+    control.enabled needs the API's bearer token: create a Secret holding it (e.g. kubectl
+    create secret generic kmirror-control --from-literal=token=$(openssl rand -hex 32)) and
+    set control.existingSecret to its name (the key: control.tokenKey, default token).
 {{- end }}
 {{- end -}}

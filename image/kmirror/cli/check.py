@@ -5,61 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import Any
-
-from confluent_kafka import KafkaError
 
 from kmirror.cli.flags import options_from
 from kmirror.config.describe import describe
 from kmirror.config.dialects.loader import load_config
-from kmirror.config.model import MirrorConfig
 from kmirror.errors import TopicError
-from kmirror.kafka import clients
-from kmirror.kafka.connect import await_metadata
+from kmirror.kafka.plan import plan
 from kmirror.schemas.check import print_schema_plan, schema_plan
-
-
-def _topics(config: MirrorConfig, side: clients.Side, timeout: float) -> dict[str, int]:
-    errors: list[KafkaError] = []
-    admin = clients.admin(config, side, {"error_cb": errors.append})
-    cluster = config.source if side == "source" else config.target
-    # A refused password or certificate is reported at once, an unreachable address after
-    # `timeout` seconds (connect.py).
-    md = await_metadata(
-        admin,
-        lambda: admin.poll(0),
-        errors,
-        time.monotonic() + timeout,
-        side,
-        cluster.bootstrap_servers,
-    )
-    return {n: len(t.partitions) for n, t in md.topics.items() if t.error is None}
-
-
-def plan(config: MirrorConfig, timeout: float) -> list[dict[str, Any]]:
-    source = _topics(config, "source", timeout)
-    target = _topics(config, "target", timeout)
-    rows = []
-    for topic in config.topics.select(set(source)):
-        dst = config.target_topic(topic)
-        have = target.get(dst)
-        if have is None:
-            action = "create" if config.create_topics else "missing"
-        elif have < source[topic] and config.keeps_partitions:
-            action = "too-few-partitions"
-        else:
-            action = "ok"
-        rows.append(
-            {
-                "source": topic,
-                "target": dst,
-                "partitions": source[topic],
-                "target_partitions": have,
-                "action": action,
-            }
-        )
-    return rows
 
 
 def check(args: argparse.Namespace) -> int:

@@ -149,6 +149,25 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "kmirror-progress.<group.id>.internal",
     ),
     EnvVar("KMIRROR_METRICS_PORT", "Port of /metrics, /healthz and /readyz (0 disables)", "9404"),
+    # The control API on the metrics port (docs/control.md): off without a credential.
+    EnvVar(
+        "KMIRROR_CONTROL_TOKEN_FILE",
+        "Turns the control API on: file holding its bearer token (a mounted Secret)",
+        "",
+        secret_file=True,
+    ),
+    EnvVar("KMIRROR_CONTROL_TLS_CERT", "Metrics port over TLS: certificate file (PEM)", ""),
+    EnvVar("KMIRROR_CONTROL_TLS_KEY", "Metrics port over TLS: private key file (PEM)", ""),
+    EnvVar(
+        "KMIRROR_CONTROL_TLS_CLIENT_CA",
+        "Turns the control API on with mutual TLS: CA file client certificates must be signed by",
+        "",
+    ),
+    EnvVar(
+        "KMIRROR_THROTTLE",
+        "Copy rate limits: [TOPIC:]backlog|tail.bytes|records=N,... (per second; docs/control.md)",
+        "",
+    ),
     EnvVar("KMIRROR_LOG_FORMAT", "text or json (one JSON object per line)", "text"),
     EnvVar("KMIRROR_EXTRA_CONSUMER_PROPERTIES", "Extra consumer .properties lines, appended", ""),
     EnvVar("KMIRROR_EXTRA_PRODUCER_PROPERTIES", "Extra producer .properties lines, appended", ""),

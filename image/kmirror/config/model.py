@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from kmirror.config import clients, oauth
 from kmirror.config.cluster import ClusterConfig, ConfValue, Role
+from kmirror.config.control import ControlSettings
 from kmirror.config.dr import DEFAULT_GROUP_EXCLUDES, DrConfig
 from kmirror.config.exactly_once import (
     TIMEOUT_KEY,
@@ -25,6 +26,7 @@ from kmirror.config.exactly_once import (
 )
 from kmirror.config.schemas import SchemaSettings
 from kmirror.config.secret import unseal
+from kmirror.config.throttle import ThrottleSettings
 from kmirror.config.topics import (
     DEFAULT_TOPIC_EXCLUDES,
     HEARTBEATS_TOPIC,
@@ -112,6 +114,9 @@ class MirrorConfig:
     exactly_once: bool = False
     dr: DrConfig = field(default_factory=DrConfig)
     schemas: SchemaSettings | None = None  # schema registry mirroring (config/schemas.py)
+    # The control API on the metrics port (config/control.py; off without a credential).
+    control: ControlSettings = field(default_factory=ControlSettings)
+    throttle: ThrottleSettings = field(default_factory=ThrottleSettings)  # config/throttle.py
     # Startup warnings collected while parsing (unknown keys, overridden settings, ...).
     notes: tuple[str, ...] = ()
 
@@ -224,6 +229,18 @@ class MirrorConfig:
         """Where the progress book is persisted on the target. Ends in `.internal`, so MM2's
         default exclusions (and kmirror's) never mirror it."""
         return self.progress_topic_name or f"kmirror-progress.{self.group_id}.internal"
+
+    @property
+    def flow(self) -> str:
+        """The flow's name, `source->target` by cluster alias (MM2's `A->B`): the `flow` label
+        of the metrics and the key of a flow in the control API."""
+        return f"{self.source.alias}->{self.target.alias}"
+
+    @property
+    def control_topic(self) -> str:
+        """Where paused topics, a drain and throttles set at run time are kept on the target
+        (kmirror.control.store), beside the progress topic."""
+        return f"kmirror-control.{self.group_id}.internal"
 
     def excluded_config(self, name: str) -> bool:
         return any(re.fullmatch(p, name) for p in self.config_excludes)

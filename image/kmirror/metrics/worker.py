@@ -131,6 +131,13 @@ class WorkerMetrics:
             "Source partitions this stream copies",
             registry=r,
         )
+        self.throttled_seconds = Counter(
+            "kmirror_mirror_throttled_seconds",
+            "Time partitions of a topic waited for the throttle, by class (backlog: catching "
+            "up; tail: keeping up with live records)",
+            ["topic", "kind"],
+            registry=r,
+        )
         self._last_commit = time.time()
         Gauge(
             "kmirror_mirror_seconds_since_last_commit",
@@ -139,6 +146,9 @@ class WorkerMetrics:
         ).set_function(lambda: time.time() - self._last_commit)
         self.stats = LibrdkafkaStats()
         r.register(self.stats)
+
+    def throttled(self, topic: str, kind: str, seconds: float) -> None:
+        self.throttled_seconds.labels(topic, kind).inc(seconds)
 
     def committed(self) -> None:
         self._last_commit = time.time()

@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 from confluent_kafka import Consumer, KafkaError
 
 from kmirror.config.model import MirrorConfig
+from kmirror.control.gate import Gate
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.latch import FailureLatch
 from kmirror.partitions import SourcePartition
@@ -76,6 +77,8 @@ class CopierContext:
     schemas: SchemaTranslator | None = None
     consume_batch: int = CONSUME_BATCH
     consume_timeout_s: float = CONSUME_TIMEOUT_S
+    # Paused topics, drains, throttles (kmirror.control.gate); None: nothing limits the copy.
+    gate: Gate | None = None
 
 
 CopierFactory = Callable[[CopierContext], Copier]

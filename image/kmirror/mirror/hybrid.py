@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kmirror.mirror.batch.copier import BatchCopier
+from kmirror.mirror.batch.gating import BatchGate
 from kmirror.mirror.batch.producer import BatchSendError
 from kmirror.mirror.contract import CopierContext
 from kmirror.mirror.record_copier import RecordCopier
@@ -131,6 +132,7 @@ class HybridCopier:
             if batch is not None
             else BatchCopier(ctx.config, ctx.book, ctx.metrics, schemas=ctx.schemas)
         )
+        self._batch.gating = BatchGate(ctx.gate)  # paused topics, drains, throttles
         self.router = Router()
         self._wait_s = ctx.consume_timeout_s
         self._pause: set[SourcePartition] = (

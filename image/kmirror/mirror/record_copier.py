@@ -33,11 +33,13 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from kmirror.control.gate import Gate
 from kmirror.errors import SendError, TopicError
 from kmirror.kafka import clients
 from kmirror.kafka.connect import await_metadata
 from kmirror.mirror import latch as rules
 from kmirror.mirror.contract import CopierContext
+from kmirror.mirror.gating import RecordGate
 from kmirror.mirror.provenance import stamp
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import PartitionBook
@@ -101,6 +103,8 @@ class RecordCopier:
         self.producer = clients.producer(
             config, {"on_delivery": self._on_delivery, "error_cb": ctx.error_cb}
         )
+        # Paused topics, drains, throttles (kmirror.mirror.gating).
+        self._gating = RecordGate(ctx.gate or Gate(), ctx.consumer)
         self._schemas = ctx.schemas
 
     # -- the Copier shape ----------------------------------------------------------------------
@@ -119,6 +123,8 @@ class RecordCopier:
         """The consumer's assignment already starts at these offsets."""
 
     def revoke(self, keys: Iterable[SourcePartition]) -> None:
+        keys = list(keys)
+        self._gating.forget(keys)
         busy = False
         for topic, partition in keys:
             per = self._flight.get(self._target(topic))
@@ -130,7 +136,12 @@ class RecordCopier:
             self.producer.flush(self._flush_timeout)
 
     def step(self) -> None:
+        gating = self._gating
+        if gating.busy():
+            gating.regate(self.only if self.only is not None else set(self._book.keys()))
         msgs = self._next_batch()
+        if msgs and gating.active:
+            msgs = gating.admit(msgs)
         self.consumed = len(msgs)
         if msgs:
             self._copy(msgs)
@@ -151,9 +162,9 @@ class RecordCopier:
         if not parts or self._consuming:
             return
         asked = [TopicPartition(t, p) for (t, p), _ in parts]
-        for tp, (_, book) in zip(self._consumer.position(asked), parts, strict=True):
+        for tp, (key, book) in zip(self._consumer.position(asked), parts, strict=True):
             if tp.offset >= 0:
-                book.skip(tp.offset)
+                book.skip(self._gating.clamp(key, tp.offset))
 
     def rewind(self, positions: Mapping[SourcePartition, int]) -> None:
         # Called after a flush: nothing is in flight. What failed is forgotten unsettled; the
@@ -162,6 +173,7 @@ class RecordCopier:
         self._flight.clear()
         for (topic, partition), offset in positions.items():
             self._consumer.seek(TopicPartition(topic, partition, offset))
+        self._gating.rewound(positions)
 
     def close(self, timeout: float) -> None:
         self.producer.flush(timeout)
@@ -177,7 +189,7 @@ class RecordCopier:
         with a timeout would hold a trickle of records back for up to the timeout."""
         self._consuming = True
         try:
-            msgs = self._consumer.consume(self._batch, 0)
+            msgs = self._consumer.consume(self._gating.batch(self._batch), 0)
             return msgs or self._consumer.consume(1, self.consume_timeout_s)
         finally:
             self._consuming = False

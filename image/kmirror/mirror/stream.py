@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
 from kmirror.config.model import MirrorConfig
+from kmirror.control.gate import Gate
 from kmirror.errors import CommitError
 from kmirror.kafka import clients
 from kmirror.kafka.connect import CONNECT_TIMEOUT_S, await_metadata
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 
 MAX_RETRY_BACKOFF_S = 30.0
 RETRY_ONLINE_S = 5.0
+DRAIN_COMMIT_S = 1.0
 
 
 class Stream:
@@ -66,6 +68,7 @@ class Stream:
         engine: CopierFactory,
         on_tick: Callable[[StreamState], None] | None = None,
         tuning: Tuning = DEFAULT_TUNING,
+        gate: Gate | None = None,
     ) -> None:
         self._config = config
         self._metrics = metrics
@@ -75,6 +78,8 @@ class Stream:
         self._tuning = tuning
         self._engine = engine
         self.state = StreamState()
+        # Paused topics, a drain, throttles (kmirror.control.gate): the stream process feeds it.
+        self.gate = gate or Gate()
         self._latch = FailureLatch(config.abort_on_send_failure)
         self._book = ProgressBook()
         self._topics = TopicManager(config)
@@ -126,6 +131,7 @@ class Stream:
                     schemas=self._schemas,
                     consume_batch=self._tuning.consume_batch,
                     consume_timeout_s=self._tuning.consume_timeout_s,
+                    gate=self.gate,
                 )
             )
             if isinstance(self._copier, Transactional):
@@ -151,9 +157,18 @@ class Stream:
                 self._check()
                 if time.monotonic() - self._last_commit >= interval:
                     self._commit("interval")
+                elif self._drain_due():
+                    self._commit("drain")
             clean = True
         finally:
             self._shutdown(clean)
+
+    def _drain_due(self) -> bool:
+        """A drain (kmirror.control.gate) waits for this stream's partitions to be committed
+        up to their ends: commit every DRAIN_COMMIT_S until they are."""
+        if time.monotonic() - self._last_commit < DRAIN_COMMIT_S:
+            return False
+        return self.gate.draining({k: b.committed for k, b in self._book.items()})
 
     def _connect(self, consumer: Consumer, copier: Copier) -> None:
         """Start-up: both clusters answer, or a clear ClusterError (exit 3) in bounded time.
@@ -340,6 +355,10 @@ class Stream:
                 self._schemas.close()
         # The last attempt counts: close() revokes, and the revocation commits again.
         return not self._uncommitted
+
+    def positions(self) -> dict[SourcePartition, tuple[int, int]]:
+        """Per owned partition (acknowledged, committed) source offsets: the live status."""
+        return {k: (b.acked, b.committed) for k, b in self._book.items()}
 
     # -- the subscription's listener -----------------------------------------------------------
 

@@ -182,6 +182,9 @@ class ProgressBook:
     def __contains__(self, key: object) -> bool:
         return key in self._parts
 
+    def keys(self) -> set[SourcePartition]:
+        return set(self._parts)
+
     def items(self) -> list[tuple[SourcePartition, PartitionBook]]:
         return sorted(self._parts.items())
 

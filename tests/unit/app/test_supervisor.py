@@ -31,14 +31,26 @@ def config(**kw: Any) -> MirrorConfig:
 
 
 def uncommitted_stream(
-    config: MirrorConfig, stream_id: int, outbox: Any, parent: int, plan: Plan, tuning: Any
+    config: MirrorConfig,
+    stream_id: int,
+    outbox: Any,
+    parent: int,
+    plan: Plan,
+    tuning: Any,
+    link: Any,
 ) -> None:
     """A stream whose final commit failed (the contract: it exits with CommitError's code)."""
     sys.exit(CommitError.exit_code)
 
 
 def planned_stream(
-    config: MirrorConfig, stream_id: int, outbox: Any, parent: int, plan: Plan, tuning: Any
+    config: MirrorConfig,
+    stream_id: int,
+    outbox: Any,
+    parent: int,
+    plan: Plan,
+    tuning: Any,
+    link: Any,
 ) -> None:
     """Exits 42 when it was handed the hybrid transactional plan, 9 otherwise (a stream's exit
     0 without a stop request counts as a failure, 1)."""
@@ -69,7 +81,7 @@ def test_a_lost_snapshot_is_logged(caplog: pytest.LogCaptureFixture) -> None:
 
 def test_liveness_failure_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     sup = Supervisor(config(), CollectorRegistry())
-    sup._states[0] = {"heartbeat": 1.0, "connected": True, "selected": 1, "assigned": 1}
+    sup._states[(0, 0)] = {"heartbeat": 1.0, "connected": True, "selected": 1, "assigned": 1}
     with caplog.at_level(logging.ERROR, "kmirror.app.supervisor"):
         assert not sup.healthy()[0]
         assert not sup.healthy()[0]
@@ -79,10 +91,10 @@ def test_liveness_failure_is_logged_once(caplog: pytest.LogCaptureFixture) -> No
 def test_idle_member_of_the_group_is_ready() -> None:
     sup = Supervisor(config(num_streams=2), CollectorRegistry())
     base = {"heartbeat": 1.0, "connected": True, "selected": 1}
-    sup._states[0] = {**base, "assigned": 1, "joined": True}
-    sup._states[1] = {**base, "assigned": 0, "joined": False}
+    sup._states[(0, 0)] = {**base, "assigned": 1, "joined": True}
+    sup._states[(0, 1)] = {**base, "assigned": 0, "joined": False}
     assert sup.ready() == (False, "stream 1 waiting for its first assignment")
-    sup._states[1]["joined"] = True
+    sup._states[(0, 1)]["joined"] = True
     assert sup.ready() == (True, "ready")
 
 

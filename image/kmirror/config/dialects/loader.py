@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kmirror.config import env as envvars
+from kmirror.config.control import ControlSettings
 from kmirror.config.dialects import dr
 from kmirror.config.dialects.kudo import load_kudo, load_pair
 from kmirror.config.dialects.log4j import FORMATS, check_level, read_log4j
@@ -23,6 +24,7 @@ from kmirror.config.dialects.mm2 import load_mm2
 from kmirror.config.dialects.options import FIELDS, Options
 from kmirror.config.dialects.schemas import schemas_from_flags
 from kmirror.config.model import ENGINES, PARTITIONINGS, MirrorConfig, RenamePolicy
+from kmirror.config.throttle import parse_throttle
 from kmirror.config.values import enforce_strict, parse_bool, parse_float, parse_int
 from kmirror.errors import ConfigError
 
@@ -175,6 +177,7 @@ def _common(
         value = pick(name, var, parse)
         if value is not None:
             changes[field] = value
+    changes.update(_control(config, pick))
     if o.refresh_topics_interval_s is not None:
         changes["refresh_topics_interval_s"] = o.refresh_topics_interval_s
     changes.update(_logging(o, env, notes))
@@ -183,6 +186,21 @@ def _common(
     if o.exactly_once or parse_bool(envvars.get("EXACTLY_ONCE", env), "EXACTLY_ONCE"):
         changes["exactly_once"] = True
     return dataclasses.replace(config, **changes, notes=config.notes + tuple(notes))
+
+
+def _control(config: MirrorConfig, pick: Callable[..., Any]) -> dict[str, Any]:
+    """The control API's credentials and the throttles: the options, else KMIRROR_* variables,
+    else what the dialect said (mm2's per-flow `kmirror.throttle`)."""
+    control = ControlSettings(
+        **{
+            name: pick(f"control_{name}", f"KMIRROR_CONTROL_{name.upper()}")
+            for name in ("token_file", "tls_cert", "tls_key", "tls_client_ca")
+        }
+    )
+    control.check()
+    spec = pick("throttle", "KMIRROR_THROTTLE")
+    throttle = config.throttle if spec is None else parse_throttle(spec, "--throttle")
+    return {"control": control, "throttle": throttle}
 
 
 def _logging(o: Options, env: Mapping[str, str], notes: list[str]) -> dict[str, Any]:

@@ -10,8 +10,9 @@ kmirror runs exactly one replication flow `A->B` of the file. What it takes from
   `tasks.max` (-> streams), `sync.topic.configs.enabled` / `.interval.seconds`,
   `refresh.topics.interval.seconds`,
   `replication.factor`, `config.properties.exclude` (old: `.blacklist`),
-  `offset.flush.interval.ms` (-> offset commit interval), and disaster recovery (config/dr.py):
-  `emit.checkpoints.*`, `emit.heartbeats.*`, `sync.group.offsets.*`, `groups`, `groups.exclude`.
+  `offset.flush.interval.ms` (-> offset commit interval), disaster recovery (config/dr.py):
+  `emit.checkpoints.*`, `emit.heartbeats.*`, `sync.group.offsets.*`, `groups`, `groups.exclude`,
+  and kmirror's own `kmirror.engine`, `kmirror.throttle` (config/throttle.py).
 
 Deliberate differences from MM2: `refresh.topics.interval.seconds` defaults to 5 s, not 600 s,
 because a new topic must be mirrored within 10 s; an absent `replication.factor` means the
@@ -54,6 +55,7 @@ from kmirror.config.model import (
     TopicSelection,
     split_patterns,
 )
+from kmirror.config.throttle import parse_throttle
 from kmirror.config.values import parse_bool, parse_float, parse_int
 from kmirror.errors import ConfigError
 
@@ -77,6 +79,7 @@ _FLOW_SETTINGS = frozenset(
         "exactly.once.support",
         "exactly.once.source.support",
         "kmirror.engine",
+        "kmirror.throttle",
         *DR_SETTINGS,
         *MM2_FLOW_SETTINGS,
     }
@@ -212,6 +215,7 @@ def load_mm2(
         progress_topic_name=setting("progress.topic") or "",
         exactly_once=_exactly_once(setting, path),
         engine=_engine(setting("kmirror.engine")),
+        throttle=parse_throttle(setting("kmirror.throttle") or "", f"{pair}.kmirror.throttle"),
         dialect="mm2",
         dr=dr_from_mm2(setting),
         schemas=schemas_from_mm2(registries, setting, path),

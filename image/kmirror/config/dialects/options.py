@@ -176,6 +176,29 @@ class Options:
         "seconds between topic config syncs (MM2 sync.topic.configs.interval.seconds; 600)",
         "SECONDS",
     )  # fmt: skip
+    # Operating a running mirror (docs/control.md): the control API's credentials, throttles
+    control_token_file: str | None = _opt(
+        "--control-token-file",
+        "turn the control API on: the bearer token is this file's content (a mounted Secret)",
+        "FILE",
+    )
+    control_tls_cert: str | None = _opt(
+        "--control-tls-cert", "serve the metrics port with TLS: certificate (PEM)", "FILE"
+    )
+    control_tls_key: str | None = _opt(
+        "--control-tls-key", "serve the metrics port with TLS: private key (PEM)", "FILE"
+    )
+    control_tls_client_ca: str | None = _opt(
+        "--control-tls-client-ca",
+        "turn the control API on with mutual TLS: client certificates must be signed by this CA",
+        "FILE",
+    )
+    throttle: str | None = _opt(
+        "--throttle",
+        "copy rate limits per second, per flow or per topic, for the backlog and the tail: "
+        "[TOPIC:]backlog|tail.bytes|records=N,...",
+        "SPEC",
+    )
     # Disaster recovery (kmirror.config.dialects.dr: MM2's keys, off unless given in MM1/KUDO)
     emit_checkpoints: bool | None = _dr("emit_checkpoints")
     checkpoints_interval_s: float | None = _dr("checkpoints_interval_s")

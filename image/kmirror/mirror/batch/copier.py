@@ -40,6 +40,7 @@ from kmirror.kafka.connect import CONNECT_TIMEOUT_S
 from kmirror.kafka.wire import selector
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.batch.fetcher import Fetched, Fetcher
+from kmirror.mirror.batch.gating import BatchGate
 from kmirror.mirror.batch.limits import TopicLimits, producer_bound
 from kmirror.mirror.batch.merger import IdTranslator, Merger, Staged
 from kmirror.mirror.batch.producer import ProducerSession
@@ -132,6 +133,9 @@ class BatchCopier:
         self._fallbacks: dict[SourcePartition, Fallback] = {}
         self._copied: dict[SourcePartition, int] = {}  # source batches acknowledged since assign
         self._started = False
+        # Paused topics, drains, throttles (kmirror.mirror.batch.gating); the stream's gate is
+        # handed over by the hybrid copier.
+        self.gating = BatchGate()
 
     # -- partitions -----------------------------------------------------------------------------
 
@@ -237,7 +241,8 @@ class BatchCopier:
         acked = self._acknowledged()
         if fetch:
             for fetched in self._fetcher.take():
-                self._hand(fetched)
+                self._hand(self.gating.cut(fetched, self._fetcher))
+            self.gating.mark_ends(self._fetcher, self._targets)
             self._fetcher.send(self._room)
         self._session.send()
         return acked
@@ -246,6 +251,7 @@ class BatchCopier:
         return (
             key not in self._stopping
             and self._session.staged_bytes(self._targets[key]) < self._max_staged
+            and self.gating.room(key, self._fetcher.position(key))
         )
 
     def _hand(self, fetched: Fetched) -> None:
