@@ -140,12 +140,13 @@ def test_compacted_source_copies_dense_batches_and_hands_the_rest_to_the_record_
     assert book[(src, 0)].acked == fallback.offset
     assert_translates(book, src, before, target)
     # The dense batches of 5 before it were merged (whole batches the cleaner removed, if
-    # any, started a new merged batch: the book's runs above are exact either way).
+    # any, started a new merged batch: the book's runs above are exact either way). Until the
+    # target topic's limit is read the first few go one by one (up to five in flight).
     stored = raw_batches(clusters.target_bootstrap, dst, 0)
     dense = [
         b for b in raw_batches(clusters.source_bootstrap, src, 0) if b.base_offset < fallback.offset
     ]
-    assert len(stored) < len(dense) // 4, (len(stored), len(dense))
+    assert len(stored) <= len(dense) // 2, (len(stored), len(dense))
 
 
 SMALL = {"linger.ms": 0, "batch.num.messages": 5}  # 5-record source batches, as linger 0 makes
