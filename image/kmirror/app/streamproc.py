@@ -23,7 +23,7 @@ from kmirror.errors import KmirrorError
 from kmirror.logsetup import configure_for
 from kmirror.metrics.aggregate import snapshot
 from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.engine import engine_for
+from kmirror.mirror.engine import Plan
 from kmirror.mirror.stream import DEFAULT_TUNING, Stream, StreamState, Tuning
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,7 @@ def stream_main(
     stream_id: int,
     outbox: Any,
     parent: int,
+    plan: Plan,
     tuning: Tuning = DEFAULT_TUNING,
     link: StreamLink | None = None,
 ) -> None:
@@ -82,9 +83,9 @@ def stream_main(
         except Exception as exc:  # a full pipe must never stop the copy, but is reported
             failures.failed(exc)
 
-    engine = engine_for(config, announce=False)
+    # The supervisor's plan: the stream builds the copier it names, deciding nothing again.
     stream = Stream(
-        config, metrics, stop, stream_id, on_tick=publish, tuning=tuning, engine=engine, gate=gate
+        config, metrics, stop, stream_id, plan.copier, on_tick=publish, tuning=tuning, gate=gate
     )
     code = 0
     try:

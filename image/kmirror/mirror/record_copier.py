@@ -41,10 +41,8 @@ from kmirror.mirror import latch as rules
 from kmirror.mirror.contract import CopierContext
 from kmirror.mirror.gating import RecordGate
 from kmirror.mirror.provenance import stamp
-from kmirror.mirror.topics import TopicManager
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import PartitionBook
-from kmirror.schemas import translator_for
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +105,7 @@ class RecordCopier:
         )
         # Paused topics, drains, throttles (kmirror.mirror.gating).
         self._gating = RecordGate(ctx.gate or Gate(), ctx.consumer)
-        # Schema IDs in keys and values (kmirror.schemas); None when schemas are not mirrored.
-        self._schemas = translator_for(config, ctx.metrics.registry, self._compacted_topic)
+        self._schemas = ctx.schemas
 
     # -- the Copier shape ----------------------------------------------------------------------
 
@@ -121,11 +118,6 @@ class RecordCopier:
             "target",
             self._config.target.bootstrap_servers,
         )
-        if self._schemas is not None:
-            self._schemas.start()
-
-    def _compacted_topic(self, topic: str) -> None:
-        TopicManager(self._config).ensure_internal(topic, 1, {"cleanup.policy": "compact"})
 
     def assign(self, starts: Mapping[SourcePartition, int]) -> None:
         """The consumer's assignment already starts at these offsets."""
@@ -185,8 +177,6 @@ class RecordCopier:
 
     def close(self, timeout: float) -> None:
         self.producer.flush(timeout)
-        if self._schemas is not None:
-            self._schemas.close()
 
     def _target(self, topic: str) -> str:
         return self._targets.get(topic) or self._config.target_topic(topic)
