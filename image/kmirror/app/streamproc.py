@@ -12,11 +12,15 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
-from types import FrameType
 from typing import Any
 
 from kmirror.app.channel import Orders, Report, latest
-from kmirror.app.lifeline import ParentWatch, ThrottledLog, set_parent_death_signal
+from kmirror.app.lifeline import (
+    ParentWatch,
+    ThrottledLog,
+    set_parent_death_signal,
+    stop_on_signals,
+)
 from kmirror.config.model import MirrorConfig
 from kmirror.control.gate import Gate
 from kmirror.errors import KmirrorError
@@ -55,11 +59,7 @@ def stream_main(
     configure_for(config)
     stop = threading.Event()
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop_on_signals(stop, signal.SIGTERM, signal.SIGINT)
     # SIGTERM when the supervisor dies (even by SIGKILL): the normal flush-and-commit stop.
     set_parent_death_signal(signal.SIGTERM)
     watch = ParentWatch(parent, stop.set, SHUTDOWN_GRACE_S).start()
