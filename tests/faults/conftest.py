@@ -27,6 +27,11 @@ MODES = pytest.mark.parametrize(
     ],
     indirect=True,
 )
+# A scenario only the full tier runs (make test-faults): make test keeps one of each kind
+# (kill -9, a broker restart, a target outage, two mirrors in a group, a killed stream).
+FULL_ONLY = pytest.mark.parametrize(
+    "mode", [pytest.param("full", marks=pytest.mark.slow, id="full")], indirect=True
+)
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from tests.kafkatools import (
     produce,
     wait_until,
 )
-from tests.mirrorproc import MirrorProcess, mirror_args
+from tests.mirrorproc import QUICK_REJOIN, MirrorProcess, mirror_args
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,7 @@ def holds(clusters: Clusters, topic: str, count: int) -> Callable[[], bool]:
 
 
 def run_batch(tmp_path: Path, clusters: Clusters, group: str, topic: str) -> list[str]:
-    return [*mirror_args(tmp_path, clusters, group, topic), "--engine", "batch"]
+    return [*mirror_args(tmp_path, clusters, group, topic, QUICK_REJOIN), "--engine", "batch"]
 
 
 def test_compacted_source_moves_to_the_record_path_mid_topic(

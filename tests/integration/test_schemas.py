@@ -17,7 +17,7 @@ from confluent_kafka.schema_registry import Schema
 
 from tests.conftest import MakeTopic
 from tests.kafkatools import Clusters, consume_all, produce, wait_until
-from tests.mirrorproc import MirrorProcess, mirror_args, run_cli
+from tests.mirrorproc import QUICK_REJOIN, MirrorProcess, mirror_args, run_cli
 from tests.schemadata import (
     Readers,
     avro_writer,
@@ -33,7 +33,6 @@ from tests.schemaregistry import Registries
 pytestmark = pytest.mark.integration
 
 PREFIX = "A"
-FAST_GROUP = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000}
 
 
 def holds(clusters: Clusters, topic: str, count: int) -> Callable[[], bool]:
@@ -76,7 +75,10 @@ def setup_sources(
     return {avro: ("avro", "BACKWARD"), proto: ("proto", "NONE"), js: ("json", "FORWARD")}
 
 
-@pytest.mark.parametrize(("engine", "codec"), [("batch", "zstd"), ("record", "none")])
+@pytest.mark.parametrize(
+    ("engine", "codec"),
+    [("batch", "zstd"), pytest.param("record", "none", marks=pytest.mark.slow)],
+)
 def test_translate_copies_subjects_and_every_record_reads_the_same_on_the_target(
     tmp_path: Path,
     clusters: Clusters,
@@ -91,7 +93,7 @@ def test_translate_copies_subjects_and_every_record_reads_the_same_on_the_target
     topics = setup_sources(clusters, reg, make_topic, uid, codec)
     args = [
         # A killed member leaves the group after 6 s, not 45: the restart gets its partitions.
-        *mirror_args(tmp_path, clusters, unique_name("g"), "|".join(topics), FAST_GROUP),
+        *mirror_args(tmp_path, clusters, unique_name("g"), "|".join(topics), QUICK_REJOIN),
         "--rename-policy", "prefix", "--source-alias", PREFIX, "--engine", engine,
         *reg.mirror_flags(uid),
     ]  # fmt: skip
