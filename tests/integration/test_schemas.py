@@ -192,6 +192,15 @@ def test_a_version_registered_while_the_mirror_runs_reaches_the_target_before_it
     # The target ID in the record was the answer to registering version 2 on the target.
     assert dst.get_version(f"{topic}-value", 2).schema_id == schema_id(record.value)
     assert Readers(dst).read("avro", topic, record.value)["note"] == "new"
+    # `kmirror status`: nothing behind; a subject registered on the source since, behind.
+    status = ["status", *args[1:], "--persisted"]
+    res = run_cli(status)
+    assert res.returncode == 0, res.stderr
+    assert "schemas: 0 of 2 subject(s) behind" in res.stdout, res.stdout
+    src.register_schema(f"late-{uid}-value", Schema('"string"', "AVRO"))
+    res = run_cli(status)
+    assert "schemas: 1 of 3 subject(s) behind" in res.stdout, res.stdout
+    assert f"late-{uid}-value -> late-{uid}-value: 1 version(s), target 0 (copy)" in res.stdout
 
 
 def test_preserve_on_a_registry_that_cannot_keep_ids_stops_and_registers_nothing(
