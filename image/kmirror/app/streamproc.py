@@ -63,7 +63,7 @@ def stream_main(
     # SIGTERM when the supervisor dies (even by SIGKILL): the normal flush-and-commit stop.
     set_parent_death_signal(signal.SIGTERM)
     watch = ParentWatch(parent, stop.set, SHUTDOWN_GRACE_S).start()
-    metrics = WorkerMetrics()
+    metrics = WorkerMetrics(per_partition=config.mm2_metric_names)
     gate = Gate(on_throttled=metrics.throttled)
     follower = Follower(gate, link)
     failures = ThrottledLog(log, f"stream {stream_id}: sending metrics and heartbeat")

@@ -42,6 +42,7 @@ from kmirror.control.store import POLL_S
 from kmirror.errors import CommitError, KmirrorError
 from kmirror.metrics.aggregate import FlowsCollector, StreamsCollector
 from kmirror.metrics.http import HealthServer, server_tls
+from kmirror.metrics.mm2 import Mm2Collector
 from kmirror.mirror.engine import Plan, plan_for
 from kmirror.mirror.stream import DEFAULT_TUNING, StreamState, Tuning
 
@@ -74,6 +75,14 @@ class Supervisor:
         self._registry.register(self._streams)
         self.services = FlowsCollector()  # the per-flow services' metrics, with a flow label
         self._registry.register(self.services)
+        if self._config.mm2_metric_names:  # MirrorMaker 2's names too (kmirror.metrics.mm2)
+            self._registry.register(
+                Mm2Collector(
+                    self._streams,
+                    {c.flow: c.target.alias for c in self.flows},
+                    {c.flow: c.num_streams for c in self.flows},
+                )
+            )
         info = Gauge(
             "kmirror_info",
             "kmirror build and dialect",

@@ -341,6 +341,17 @@ class RecordCopier:
                 flight.settle()
                 flight.s, flight.t, flight.n = source, target, 1
         self._acked += 1
+        figures = self._metrics.partitions
+        if figures is not None:
+            # Every record (MM2's per-partition latency is not sampled): only when asked for.
+            ts_type, ts = msg.timestamp()
+            latency = (
+                max(time.time() - ts / 1000.0, 0.0)
+                if ts_type != TIMESTAMP_NOT_AVAILABLE and ts > 0
+                else None
+            )
+            size = len(msg.key() or b"") + len(msg.value() or b"")
+            figures.acknowledged(msg.topic(), msg.partition(), 1, size, latency)  # type: ignore[arg-type]
         if not self._acked & LATENCY_SAMPLE_MASK:
             ts_type, ts = msg.timestamp()
             if ts_type != TIMESTAMP_NOT_AVAILABLE and ts > 0:

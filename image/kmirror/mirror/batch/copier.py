@@ -311,13 +311,19 @@ class BatchCopier:
             count += p.records
             self._copied[p.source] = self._copied.get(p.source, 0) + p.batches
             if self._metrics is not None:
-                topic = self._targets[p.source][0]
+                topic, partition = self._targets[p.source]
                 self._metrics.records.labels(topic).inc(p.records)
                 self._metrics.bytes.labels(topic).inc(len(p.data))
-                if p.first_timestamp > 0:
-                    self._metrics.latency.observe(
-                        max(time.time() - p.first_timestamp / 1000.0, 0.0)
-                    )
+                latency = (
+                    max(time.time() - p.first_timestamp / 1000.0, 0.0)
+                    if p.first_timestamp > 0
+                    else None
+                )
+                if latency is not None:
+                    self._metrics.latency.observe(latency)
+                figures = self._metrics.partitions
+                if figures is not None:
+                    figures.acknowledged(topic, partition, p.records, len(p.data), latency)
         if self._stopping:
             self._release_stopped()
         self._session.check()
