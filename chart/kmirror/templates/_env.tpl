@@ -87,6 +87,9 @@ KMIRROR_SYNC_TOPIC_CONFIGS_INTERVAL_S: {{ $v.syncTopicConfigsIntervalSeconds | i
 KMIRROR_PROGRESS_TOPIC: {{ . | quote }}
 {{- end }}
 KMIRROR_METRICS_PORT: {{ $v.metrics.port | int64 | toString | quote }}
+{{- if $v.metrics.mm2Names }}
+KMIRROR_MM2_METRIC_NAMES: "true"
+{{- end }}
 {{- with $v.throttle }}
 KMIRROR_THROTTLE: {{ . | quote }}
 {{- end }}
