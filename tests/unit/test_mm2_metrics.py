@@ -31,10 +31,7 @@ class Clock:
 
 
 def _worker(clock: Clock) -> WorkerMetrics:
-    worker = WorkerMetrics()
-    worker.partitions = PartitionFigures(clock)
-    worker.registry.register(worker.partitions)
-    return worker
+    return WorkerMetrics(partitions=PartitionFigures(clock))
 
 
 def _scrape(streams: StreamsCollector, tasks: int = 1) -> str:
@@ -149,4 +146,3 @@ def test_off_by_default_and_on_with_the_setting() -> None:
     Supervisor(_config(mm2_metric_names=True, num_streams=3), registry=on)
     text = generate_latest(on).decode()
     assert sample(text, "kafka_connect_worker_task_count", flow="src->tgt") == 3
-    assert WorkerMetrics(per_partition=True).partitions is not None

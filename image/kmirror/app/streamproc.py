@@ -26,6 +26,7 @@ from kmirror.control.gate import Gate
 from kmirror.errors import KmirrorError
 from kmirror.logsetup import configure_for
 from kmirror.metrics.aggregate import snapshot
+from kmirror.metrics.partitions import PartitionFigures
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.engine import Plan
 from kmirror.mirror.stream import DEFAULT_TUNING, Stream, StreamState, Tuning
@@ -63,7 +64,7 @@ def stream_main(
     # SIGTERM when the supervisor dies (even by SIGKILL): the normal flush-and-commit stop.
     set_parent_death_signal(signal.SIGTERM)
     watch = ParentWatch(parent, stop.set, SHUTDOWN_GRACE_S).start()
-    metrics = WorkerMetrics(per_partition=config.mm2_metric_names)
+    metrics = WorkerMetrics(partitions=PartitionFigures() if config.mm2_metric_names else None)
     gate = Gate(on_throttled=metrics.throttled)
     follower = Follower(gate, link)
     failures = ThrottledLog(log, f"stream {stream_id}: sending metrics and heartbeat")

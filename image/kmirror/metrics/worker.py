@@ -86,7 +86,7 @@ class WorkerMetrics:
     """Every metric a stream updates. Tests build one on a fresh CollectorRegistry."""
 
     def __init__(
-        self, registry: CollectorRegistry | None = None, per_partition: bool = False
+        self, registry: CollectorRegistry | None = None, partitions: PartitionFigures | None = None
     ) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
@@ -151,10 +151,9 @@ class WorkerMetrics:
         self.stats = LibrdkafkaStats()
         r.register(self.stats)
         # Per target partition figures, only for MirrorMaker 2's metric names (--mm2-metric-names)
-        self.partitions: PartitionFigures | None = None
-        if per_partition:
-            self.partitions = PartitionFigures()
-            r.register(self.partitions)
+        self.partitions = partitions
+        if partitions is not None:
+            r.register(partitions)
 
     def throttled(self, topic: str, kind: str, seconds: float) -> None:
         self.throttled_seconds.labels(topic, kind).inc(seconds)
