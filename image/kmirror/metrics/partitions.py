@@ -71,7 +71,7 @@ class PartitionFigures(Collector):
     ) -> None:
         """`records` acknowledged by the target partition; `latency_s`: acknowledgement time
         minus the (first) record's source timestamp, None without a timestamp."""
-        # Called for every record on the record path: plain comparisons, no helper calls.
+        # Called for every record on the record path: kept to a few attribute updates.
         now = self._clock()
         with self._lock:
             p = self._partitions.get((topic, partition))
@@ -79,21 +79,16 @@ class PartitionFigures(Collector):
                 p = self._partitions[(topic, partition)] = _Partition()
             p.records += records
             p.bytes += nbytes
-            samples = p.samples
-            if samples and now - samples[-1].start < SAMPLE_S:
-                s = samples[-1]
-            else:
-                s = p.sample(now)
+            last = p.samples[-1] if p.samples else None
+            s = last if last is not None and now - last.start < SAMPLE_S else p.sample(now)
             s.records += records
             s.bytes += nbytes
             if latency_s is not None:
                 p.last_latency = latency_s
                 s.latency_sum += latency_s
                 s.latency_n += 1
-                if latency_s < s.latency_min:
-                    s.latency_min = latency_s
-                if latency_s > s.latency_max:
-                    s.latency_max = latency_s
+                s.latency_min = min(s.latency_min, latency_s)
+                s.latency_max = max(s.latency_max, latency_s)
 
     def collect(self) -> Iterator[Metric]:
         labels = ["topic", "partition"]
