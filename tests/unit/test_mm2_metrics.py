@@ -146,3 +146,23 @@ def test_off_by_default_and_on_with_the_setting() -> None:
     Supervisor(_config(mm2_metric_names=True, num_streams=3), registry=on)
     text = generate_latest(on).decode()
     assert sample(text, "kafka_connect_worker_task_count", flow="src->tgt") == 3
+
+
+def test_two_flows_into_one_target_keep_their_own_series() -> None:
+    """MM2's multi-cluster mode (`A->C`, `B->C`): each flow's partitions carry its target alias
+    and its flow, also when both write a topic of the same name."""
+    clock = Clock()
+    a, b = _worker(clock), _worker(clock)
+    assert a.partitions is not None and b.partitions is not None
+    a.partitions.acknowledged("t", 0, 5, 50, None)
+    b.partitions.acknowledged("t", 0, 7, 70, None)
+    streams = StreamsCollector()
+    streams.update(0, snapshot(a.registry), "A->C")
+    streams.update(0, snapshot(b.registry), "B->C")
+    registry = CollectorRegistry()
+    registry.register(Mm2Collector(streams, {"A->C": "C", "B->C": "C"}, {"A->C": 1, "B->C": 2}))
+    text = generate_latest(registry).decode()
+    assert sample(text, SOURCE + "record_count", target="C", topic="t", flow="A->C") == 5
+    assert sample(text, SOURCE + "record_count", target="C", topic="t", flow="B->C") == 7
+    assert sample(text, "kafka_connect_worker_connector_count", flow="B->C") == 1
+    assert sample(text, "kafka_connect_worker_task_count", flow="B->C") == 2
