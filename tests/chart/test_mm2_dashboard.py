@@ -7,8 +7,8 @@ per-partition figures, merged by StreamsCollector, and the supervisor's Mm2Colle
 acknowledgements; every sample becomes a series carrying the labels a scrape through the chart's
 PodMonitor adds (namespace, and the pod labels strimzi.io/kind and strimzi.io/cluster copied as
 strimzi_io_kind and strimzi_io_cluster), and `promtool test rules` evaluates each query on them,
-expecting the values those acknowledgements make. The dashboard's other panels (JVM memory, GC,
-CPU, the clients' network bytes, Connect's task internals, record age, checkpoint latency) read
+expecting the values those reads and acknowledgements make. The dashboard's other panels (JVM
+memory, GC, CPU, the clients' network bytes, Connect's task internals, checkpoint latency) read
 what kmirror does not have: docs/monitoring.md lists them.
 """
 
@@ -47,8 +47,7 @@ VARIABLES = {"$strimzi_mirror_maker_cluster_name": CLUSTER, "$kubernetes_namespa
 # The dashboard's filter, as in every one of its mirror queries.
 F = 'strimzi_io_kind=~"KafkaMirrorMaker2",strimzi_io_cluster="$strimzi_mirror_maker_cluster_name"'
 SOURCE = "kafka_connect_mirror_mirrorsourceconnector_"
-LATENCY = ("replication_latency_ms", "replication_latency_ms_avg",
-           "replication_latency_ms_min", "replication_latency_ms_max")  # fmt: skip
+STATS = ("", "_avg", "_min", "_max")  # the panels' Current, Average, Min, Max columns
 
 # (where in the dashboard, its PromQL): Strimzi's strimzi-kafka-mirror-maker-2.json.
 QUERIES: list[tuple[str, str]] = [
@@ -61,8 +60,10 @@ QUERIES: list[tuple[str, str]] = [
     ("Number of Tasks", f"sum(kafka_connect_worker_task_count{{{F}}})"),
     ("Total record rate", f"sum({SOURCE}record_rate{{{F}}})"),
     ("Total byte rate", f"sum({SOURCE}byte_rate{{{F}}})"),
-    *[(f"Replication Latency {name}", f"sum({SOURCE}{name}{{{F}}}) by (partition, topic)")
-      for name in LATENCY],
+    *[(f"{title} {stem}{stat}", f"sum({SOURCE}{stem}{stat}{{{F}}}) by (partition, topic)")
+      for title, stem in (("Record Age", "record_age_ms"),
+                          ("Replication Latency", "replication_latency_ms"))
+      for stat in STATS],
     ("Consumer Lag",
      f'sum(kafka_consumer_fetch_manager_records_lag{{{F},clientid!~"consumer-mirrormaker2-.*"}}) '
      "by (topic, partition)"),
@@ -71,11 +72,15 @@ QUERIES: list[tuple[str, str]] = [
 
 def exposition() -> str:
     """kmirror's /metrics with the MM2 names: topic `orders` copied to `dc1.orders`; partition 0
-    took 60 records (6000 bytes) 30 s ago with latencies 250 ms and 125 ms, partition 1 took 30
-    records (3000 bytes) at 500 ms; the copy is 7 and 0 records behind."""
+    read records 0.5 s and 1.5 s old and took 60 records (6000 bytes) 30 s ago with latencies
+    250 ms and 125 ms, partition 1 read records 2 s old and took 30 records (3000 bytes) at
+    500 ms; the copy is 7 and 0 records behind."""
     now = [0.0]
     figures = PartitionFigures(lambda: now[0])
     worker = WorkerMetrics(partitions=figures)
+    figures.read("dc1.orders", 0, 0.5)
+    figures.read("dc1.orders", 0, 1.5)
+    figures.read("dc1.orders", 1, 2.0)
     figures.acknowledged("dc1.orders", 0, 30, 3000, 0.250)
     figures.acknowledged("dc1.orders", 0, 30, 3000, 0.125)
     figures.acknowledged("dc1.orders", 1, 30, 3000, 0.500)
@@ -111,10 +116,14 @@ def input_series() -> list[dict[str, str]]:
 def expected() -> dict[str, list[dict[str, Any]]]:
     """What each query returns: (labels, value) as promtool compares them."""
     by_partition = {
-        "replication_latency_ms": (125.0, 500.0),  # the last record's
-        "replication_latency_ms_avg": (187.5, 500.0),
-        "replication_latency_ms_min": (125.0, 500.0),
-        "replication_latency_ms_max": (250.0, 500.0),
+        "Record Age record_age_ms": (1500.0, 2000.0),  # the last record's
+        "Record Age record_age_ms_avg": (1000.0, 2000.0),
+        "Record Age record_age_ms_min": (500.0, 2000.0),
+        "Record Age record_age_ms_max": (1500.0, 2000.0),
+        "Replication Latency replication_latency_ms": (125.0, 500.0),
+        "Replication Latency replication_latency_ms_avg": (187.5, 500.0),
+        "Replication Latency replication_latency_ms_min": (125.0, 500.0),
+        "Replication Latency replication_latency_ms_max": (250.0, 500.0),
     }
     connectors = {"__name__": "kafka_connect_worker_connector_count", "flow": FLOW, **SCRAPED}
     one = [{"labels": _labels(connectors), "value": 1}]
@@ -130,8 +139,8 @@ def expected() -> dict[str, list[dict[str, Any]]]:
             {"labels": '{partition="1", topic="orders"}', "value": 0},
         ],
     }
-    for name, values in by_partition.items():
-        out[f"Replication Latency {name}"] = [
+    for where, values in by_partition.items():
+        out[where] = [
             {"labels": f'{{partition="{p}", topic="dc1.orders"}}', "value": v}
             for p, v in enumerate(values)
         ]

@@ -10,7 +10,8 @@ Only what kmirror measures is exported (docs/monitoring.md lists what is left ou
 Input: the streams' latest snapshots (StreamsCollector), where PartitionFigures' families hold
 the per target partition figures and LibrdkafkaStats' the per source partition lag. A partition
 is copied by one stream at a time; when several streams report it (a rebalance moved it), their
-counts and rates add up and the latency comes from the stream that copied the most of it.
+counts and rates add up, minima and maxima are the lowest and highest, and the last and mean
+latency and age come from the stream that copied the most of it.
 """
 
 from __future__ import annotations
@@ -43,16 +44,20 @@ _HELP = {
     "replication_latency_ms_min": "Minimum replication latency over the last 30-60 s",
     "replication_latency_ms_max": "Maximum replication latency over the last 30-60 s",
     "replication_latency_ms_avg": "Mean replication latency over the last 30-60 s",
+    "record_age_ms": "Time the last record was read from the source minus its timestamp",
+    "record_age_ms_min": "Minimum record age when read over the last 30-60 s",
+    "record_age_ms_max": "Maximum record age when read over the last 30-60 s",
+    "record_age_ms_avg": "Mean record age when read over the last 30-60 s",
 }
-_LATENCY = {"last": "replication_latency_ms", "min": "replication_latency_ms_min",
-            "max": "replication_latency_ms_max", "avg": "replication_latency_ms_avg"}  # fmt: skip
+# kmirror's duration families (a `stat` label) -> MM2's stem; stat "last" is MM2's bare name.
+_DURATIONS = {pf.LATENCY: "replication_latency_ms", pf.AGE: "record_age_ms"}
 
 
 @dataclass
 class _Partition:
     sums: dict[str, float] = field(default_factory=dict)
-    # stat -> (records the reporting stream copied, value in seconds)
-    latency: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # MM2 name -> (records the reporting stream copied, value in seconds)
+    durations: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 class Mm2Collector(Collector):
@@ -95,8 +100,8 @@ class Mm2Collector(Collector):
             key = [self._targets.get(flow, ""), topic, partition, flow]
             for name, value in p.sums.items():
                 out[name].add_metric(key, value)
-            for stat, (_, seconds) in p.latency.items():
-                out[_LATENCY[stat]].add_metric(key, seconds * 1000.0)
+            for name, (_, seconds) in p.durations.items():
+                out[name].add_metric(key, seconds * 1000.0)
         yield from out.values()
 
     def _worker_families(self) -> Iterator[GaugeMetricFamily]:
@@ -124,26 +129,27 @@ def _gather(
     mine: dict[tuple[str, str, str], _Partition] = {}
     for fam in families:
         for name, labels, value in fam.samples:
-            summed = _SUMMED.get(name)
-            if summed is None and name != pf.LATENCY:
+            summed, stem = _SUMMED.get(name), _DURATIONS.get(name)
+            if summed is None and stem is None:
                 continue
             p = mine.setdefault((flow, labels["topic"], labels["partition"]), _Partition())
             if summed is not None:
                 p.sums[summed] = value
-            else:
-                p.latency[labels["stat"]] = (0.0, value)
+            elif stem is not None:
+                stat = labels["stat"]
+                p.durations[stem if stat == "last" else f"{stem}_{stat}"] = (0.0, value)
     for key, p in mine.items():
         weight = p.sums.get("record_count", 0.0)
         into = copied.setdefault(key, _Partition())
         for name, value in p.sums.items():
             into.sums[name] = into.sums.get(name, 0.0) + value
-        for stat, (_, seconds) in p.latency.items():
-            held = into.latency.get(stat)
+        for name, (_, seconds) in p.durations.items():
+            held = into.durations.get(name)
             value = seconds
-            if held is not None and stat == "min":
+            if held is not None and name.endswith("_min"):
                 value = min(held[1], seconds)
-            elif held is not None and stat == "max":
+            elif held is not None and name.endswith("_max"):
                 value = max(held[1], seconds)
             elif held is not None and held[0] >= weight:
                 continue  # last and avg: the stream that copied the most of the partition
-            into.latency[stat] = (max(weight, held[0] if held else 0.0), value)
+            into.durations[name] = (max(weight, held[0] if held else 0.0), value)

@@ -204,6 +204,10 @@ class RecordCopier:
         rewinds = self._rewinds
         origin = self._origin
         schemas = self._schemas
+        # MM2's record age (--mm2-metric-names): when read, per target partition, which only
+        # --partitioning same knows before the target acknowledges.
+        figures = self._metrics.partitions if same else None
+        read_at = time.time()
         for m in msgs:
             err = m.error()
             if err is not None:
@@ -244,6 +248,8 @@ class RecordCopier:
                         # it from the last commit.
                         continue
                     flight = per[partition] = _InFlight(book)
+                if figures is not None and ts_type != TIMESTAMP_NOT_AVAILABLE and ts > 0:
+                    figures.read(dst, partition, max(read_at - ts / 1000.0, 0.0))
             while True:
                 try:
                     produce(dst, **kwargs)

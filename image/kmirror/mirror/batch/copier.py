@@ -261,6 +261,8 @@ class BatchCopier:
             return
         book = self._book[key]
         cursor = fetched.start
+        figures = self._metrics.partitions if self._metrics is not None else None
+        read_at = time.time()
         for batch, copy in fetched.batches:
             reason = unsupported(batch, cursor, translate=self._translate) if copy else None
             if reason is not None:
@@ -269,6 +271,8 @@ class BatchCopier:
             if copy:
                 self._session.enqueue(target, Staged(key, batch, batch.next_offset))
                 book.handed(batch.next_offset)
+                if figures is not None and batch.first_timestamp > 0:  # MM2's record age
+                    figures.read(*target, max(read_at - batch.first_timestamp / 1000.0, 0.0))
             else:
                 last = self._session.last(target)
                 if last is not None:
