@@ -21,9 +21,10 @@ from tests.mirrorproc import QUICK_REJOIN, MirrorProcess, mirror_args
 pytestmark = pytest.mark.integration
 # Both paths write transactions: the record path (exactly_once.py) and the batch path
 # (batch/exactly_once.py); test_batch_exactly_once.py has the batch path's own cases.
-ENGINES = pytest.mark.parametrize("engine", ["record", "batch"])
-
-# A killed or paused member leaves the group within seconds (the default is 45 s).
+# The default engine (batch) in make test; the record path's twin in the long tier.
+ENGINES = pytest.mark.parametrize(
+    "engine", [pytest.param("record", marks=pytest.mark.slow), "batch"]
+)
 
 
 def eos_args(
