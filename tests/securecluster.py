@@ -18,9 +18,10 @@ created through the Admin API on the PLAINTEXT listener once the broker runs (KR
 in its metadata log, as `kafka-storage format --add-scram` would).
 
 P is KMIRROR_SECURE_PORT (default 16092), the cluster name KMIRROR_SECURE_NAME (default
-kmirror-secure), so that concurrent sessions can use their own. Fixed ports stay below Linux's ephemeral range (32768-60999): there a client's outgoing
-connection may hold the port when the broker binds it ("Address already in use"; the
-ACL pair's earlier 37192 failed so in a clean-clone run).
+kmirror-secure), so that concurrent sessions can use their own. Fixed ports stay below Linux's
+ephemeral range (32768-60999): there a client's outgoing connection may hold the port when the
+broker binds it ("Address already in use"; the ACL pair's earlier 37192 failed so in a
+clean-clone run).
 """
 
 from __future__ import annotations
