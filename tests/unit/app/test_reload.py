@@ -12,14 +12,21 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from queue import Queue
 
 import pytest
 from prometheus_client import CollectorRegistry
 
+from kmirror.app.channel import Orders
+from kmirror.app.control import FlowControl
 from kmirror.app.reload import ConfigSource, FileWatch, Reloader
+from kmirror.app.streamproc import Follower, StreamLink
 from kmirror.config.model import ClusterConfig, MirrorConfig, TopicSelection
+from kmirror.config.throttle import ThrottleSettings, parse_throttle
 from kmirror.config.topicmap import TopicMapping
+from kmirror.control.gate import Gate
 from kmirror.errors import ClusterError, ConfigError
+from tests.kafkatools import wait_until
 from tests.unit.app.test_supervisor import config
 
 pytestmark = pytest.mark.unit
@@ -136,10 +143,7 @@ def test_a_request_wakes_the_reload_thread() -> None:
     h.reloader.start(done)
     try:
         h.reloader.request()
-        for _ in range(200):
-            if h.applied:
-                break
-            threading.Event().wait(0.05)
+        wait_until(lambda: h.applied, 10, 0.05, "the requested reload")
         assert h.applied == [[h.next]]
     finally:
         done.set()
@@ -204,3 +208,66 @@ def test_sighup_is_relayed_to_a_thread_and_the_process_stays_up() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_changed_file_reloads_without_a_signal(tmp_path: Path) -> None:
+    path = tmp_path / "mm2.properties"
+    path.write_text("log level INFO\n", encoding="utf-8")
+    levels = {"log level INFO\n": "INFO", "log level WARN\n": "WARN"}
+    applied: list[list[MirrorConfig]] = []
+
+    def load() -> list[MirrorConfig]:
+        return [config(log_level=levels[path.read_text(encoding="utf-8")])]
+
+    source = ConfigSource(load, (str(path),), watch=True)
+    reloader = Reloader(source, load(), applied.append, CollectorRegistry(), interval_s=0.05)
+    done = threading.Event()
+    reloader.start(done)
+    try:
+        path.write_text("log level WARN\n", encoding="utf-8")
+        wait_until(lambda: applied, 10, 0.05, "the reload of the changed file")
+        assert [c.log_level for c in applied[0]] == ["WARN"]
+    finally:
+        done.set()
+
+
+class ReconfiguredStream:
+    """What the stream process's Follower calls on its stream."""
+
+    def __init__(self) -> None:
+        self.configs: list[MirrorConfig] = []
+
+    def reconfigure(self, config: MirrorConfig) -> None:
+        self.configs.append(config)
+
+
+def test_a_reload_reaches_each_stream_with_its_throttle_and_log_level() -> None:
+    running = config(num_streams=2)
+    sent: dict[int, list[Orders]] = {0: [], 1: []}
+    control = FlowControl(running, lambda sid, orders: sent[sid].append(orders))
+    new = dataclasses.replace(
+        running,
+        topics=TopicSelection(include=("b",)),
+        throttle=parse_throttle("backlog.records=100", "--throttle"),
+        log_level="ERROR",
+    )
+    control.reconfigure(new)
+    orders = {sid: got[-1] for sid, got in sent.items()}
+    assert all(o.config == new and o.throttle != ThrottleSettings() for o in orders.values())
+
+    gate, stream, queue_ = Gate(), ReconfiguredStream(), Queue[Orders]()
+    follower = Follower(gate, StreamLink(0, queue_, Orders(0)))
+    root = logging.getLogger()
+    level = root.level
+    try:
+        queue_.put(orders[0])
+        follower.follow(stream)
+        assert stream.configs == [new]
+        assert root.level == logging.ERROR
+        assert gate.throttle.settings == orders[0].throttle
+        queue_.put(orders[0])  # the same configuration again: nothing to reconfigure
+        follower._next = 0.0
+        follower.follow(stream)
+        assert stream.configs == [new]
+    finally:
+        root.setLevel(level)
