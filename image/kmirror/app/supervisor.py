@@ -12,6 +12,10 @@ side by side: streams, control state (kmirror.app.control) and the services arou
 (kmirror.app.services: disaster recovery, topic config sync, schemas) per flow, every metric
 carrying a `flow` label. Settings of the process itself (the metrics port, logging, the control
 API's credentials) are the same in every flow (kmirror.config.dialects.flows checks).
+
+SIGHUP (and, opt-in, a changed configuration file) reloads the configuration without a restart:
+kmirror.app.reload loads it again from its `ConfigSource`, and `_reconfigure` hands what may
+change live to the streams (their orders) and the services.
 """
 
 from __future__ import annotations
@@ -68,7 +72,6 @@ class Supervisor:
         source: ConfigSource | None = None,
     ) -> None:
         self.flows = [config] if isinstance(config, MirrorConfig) else list(config)
-        self._source = source  # where a reload loads the configuration again (None: nowhere)
         self._config = self.flows[0]  # the process's settings (the same in every flow)
         # The engine of each flow, decided once here (a refusal is a ConfigError before
         # anything starts); every stream process gets its flow's plan and builds what it names.
@@ -199,8 +202,7 @@ class Supervisor:
         for f, config in enumerate(flows):
             self.flows[f] = config
             self.controls[f].reconfigure(config)  # the streams, through their orders
-            if f < len(self._services):
-                self._services[f].reconfigure(config, DR_RESTART_GRACE_S)
+            self._services[f].reconfigure(config, DR_RESTART_GRACE_S)
         self._config = self.flows[0]
 
     def run(self) -> int:
