@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 
 from kmirror.app.reload import ConfigSource
 from kmirror.app.supervisor import run_mirror
@@ -19,6 +20,9 @@ log = logging.getLogger("kmirror")
 
 
 def run(args: argparse.Namespace, tuning: Tuning = DEFAULT_TUNING) -> int:
+    # Until the supervisor relays SIGHUP to a reload: a hangup now must not end the start (the
+    # configuration is being read anyway).
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     options = options_from(args)
     config = load_config(options)
     # A reload (SIGHUP, a changed file) loads the configuration again the same way.
