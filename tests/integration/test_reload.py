@@ -14,7 +14,14 @@ from confluent_kafka.admin import AdminClient
 
 from tests.integration.test_mirror import assert_same, sample_records, target_has
 from tests.integration.test_supervisor import alive, children
-from tests.kafkatools import Clusters, consume_all, end_offsets, produce, wait_until
+from tests.kafkatools import (
+    Clusters,
+    consume_all,
+    end_offsets,
+    list_topics,
+    produce,
+    wait_until,
+)
 from tests.mirrorproc import MirrorProcess
 from tests.promtext import sample
 
@@ -102,4 +109,40 @@ def test_sighup_adds_a_topic_live_and_refuses_what_needs_a_restart(
             assert sample(metrics, "kmirror_reloads_total", outcome=outcome) == count
         assert mirror.stop() == 0, mirror.log
     assert_same(consume_all(src, first), consume_all(dst, first))
+    assert_same(consume_all(src, second), consume_all(dst, second))
+
+
+@pytest.mark.slow
+def test_a_configmap_update_is_reloaded_without_a_signal(
+    tmp_path: Path, clusters: Clusters, make_topic, make_group_id
+) -> None:
+    """--reload-on-change: the mounted file changes the way the kubelet changes a ConfigMap
+    volume (a new directory, then the `..data` symlink swapped), and the mirror applies it."""
+    src, dst = clusters.source_bootstrap, clusters.target_bootstrap
+    first, second = make_topic(src, partitions=1), make_topic(src, partitions=1)
+    produce(src, first, sample_records(30, 1))
+    produce(src, second, sample_records(20, 1))
+    group = make_group_id()
+    mounted = tmp_path / "mm2"
+    mounted.mkdir()
+
+    def update(version: str, topics: str) -> None:
+        (mounted / version).mkdir()
+        (mounted / version / "mm2.properties").write_text(
+            mm2_properties(clusters, group, topics), encoding="utf-8"
+        )
+        (mounted / "..data_tmp").symlink_to(version)
+        os.replace(mounted / "..data_tmp", mounted / "..data")
+
+    update("..1", first)
+    (mounted / "mm2.properties").symlink_to("..data/mm2.properties")
+    args = ["run", "--mm2-config", str(mounted / "mm2.properties"), "--reload-on-change"]
+    with MirrorProcess(args, tmp_path / "m.log") as mirror:
+        wait_until(target_has(clusters, first, 30), 90, 0.5, "the first topic copied")
+        assert second not in list_topics(dst)  # not selected yet
+        update("..2", f"{first}, {second}")
+        wait_until(target_has(clusters, second, 20), 60, 0.5, "the newly selected topic copied")
+        assert f"reload ({mounted / 'mm2.properties'} changed) applied" in mirror.log
+        assert sum(end_offsets(dst, first).values()) == 30
+        assert mirror.stop() == 0, mirror.log
     assert_same(consume_all(src, second), consume_all(dst, second))
