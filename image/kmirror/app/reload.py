@@ -39,6 +39,7 @@ LIST_TIMEOUT_S = 10.0  # listing the source's topics, to check a new topic mappi
 OUTCOMES = ("applied", "unchanged", "refused", "invalid")
 
 Apply = Callable[[list[MirrorConfig]], None]
+Look = tuple[tuple[int, ...] | None, str | None]  # a file's stat signature and content hash
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,8 @@ class FileWatch:
         return out
 
     @staticmethod
-    def _look(
-        path: str, before: tuple[tuple[int, ...] | None, str | None] | None
-    ) -> tuple[tuple[int, ...] | None, str | None]:
-        """(stat signature, content hash); the hash is read again only when the stat moved."""
+    def _look(path: str, before: Look | None) -> Look:
+        """The hash is read again only when the stat signature moved."""
         try:
             st = os.stat(path)  # follows the symlink a ConfigMap volume swaps
         except OSError:
@@ -124,6 +123,11 @@ class Reloader:
         if self._watch is not None:
             log.info("reloading the configuration when these files change: %s",
                      ", ".join(source.files))  # fmt: skip
+        elif source.watch:
+            log.warning(
+                "--reload-on-change: the configuration was read from no file (flags and "
+                "environment only), so there is nothing to watch; SIGHUP still reloads"
+            )
 
     def request(self) -> None:
         """SIGHUP (from the signal relay's thread): reload soon, in the reload thread."""
