@@ -8,6 +8,7 @@ import argparse
 from dataclasses import dataclass, field, replace
 
 from scripts.bench.contenders import Contender, default_contenders
+from scripts.bench.experiments import TRANSLATE, experiment_contenders
 
 # A full run's drain copies until the backlog is on the target or for this long, whichever comes
 # first: the backlogs below give the fastest contender (kmirror's batch path) at least 10 s on a
@@ -92,6 +93,9 @@ class Workload:
     ceiling_records: int = 0
     # Contenders (by name) this workload does not run.
     skip: frozenset[str] = frozenset()
+    # Values in the Confluent wire format with this source-registry schema ID: set by the run
+    # (scripts/bench/registries.py) when a contender that mirrors schemas copies this workload.
+    schema_id: int | None = None
 
     @property
     def topic(self) -> str:
@@ -117,6 +121,7 @@ class Workload:
             "caps": list(self.shape.caps),
             "ceiling_records": self.ceiling_records,
             "skip": sorted(self.skip),
+            "schema_id": self.schema_id,
         }
 
 
@@ -162,8 +167,13 @@ class Plan:
     def contenders_for(self, w: Workload) -> list[Contender]:
         return [c for c in self.contenders if c.name not in w.skip]
 
+    def mirrors_schemas(self, w: Workload) -> bool:
+        """Whether a contender that mirrors schemas copies w (then its values are framed)."""
+        return any(c.schema_id_mode for c in self.contenders_for(w))
 
-EOS_ONLY = frozenset({"kmirror-1-eos"})  # exactly-once is measured on 100B and small only
+
+# Exactly-once and schema-ID translation are measured on 100B and small only.
+EOS_ONLY = frozenset({"kmirror-1-eos", TRANSLATE})
 
 
 def full_workloads() -> list[Workload]:
@@ -244,12 +254,17 @@ def make_plan(args: argparse.Namespace) -> Plan:
     if args.clusters:
         plan.source = (f"{args.clusters}-src", plan.source[1])
         plan.target = (f"{args.clusters}-tgt", plan.target[1])
+    if full:
+        # Schema-ID translation against kmirror-1 on the same backlog (issue 23): two runs
+        # per workload and repetition, and the registries start beside the clusters.
+        plan.contenders += experiment_contenders("translate")
     if args.only:
         wanted_c = set(args.only.split(","))
         plan.contenders = [c for c in plan.contenders if c.name in wanted_c]
         plan.ceilings = [c for c in plan.ceilings if c in wanted_c]
     if args.experiments:
-        from scripts.bench.experiments import experiment_contenders
-
-        plan.contenders += experiment_contenders(args.experiments)
+        names = {c.name for c in plan.contenders}
+        plan.contenders += [
+            c for c in experiment_contenders(args.experiments) if c.name not in names
+        ]
     return plan
