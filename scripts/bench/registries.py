@@ -109,7 +109,7 @@ class Registries:
         if c.exactly_once:
             # Transaction markers take target offsets: records do not sit at their source
             # offsets, so the offset-by-offset comparison does not apply.
-            return {"skipped": "exactly-once: target offsets differ from the source's"}
+            return {"source_id": sid, "skipped": "exactly-once: the target's offsets differ"}
         translate = c.schema_id_mode == "translate"
         expected = sid
         if translate:

@@ -137,7 +137,12 @@ class Bench:
             kafkaio.create_topic(self.tgt, w.topic, w.partitions)
             topics.append(w.topic)
         plan_phases = self.plan.phases
-        hosts = plan_phases is not None and (w is None or plan_phases.host == w.name)
+        # Not the schema-mirroring contenders: the phases' records are not framed.
+        hosts = (
+            plan_phases is not None
+            and (w is None or plan_phases.host == w.name)
+            and not c.schema_id_mode
+        )
         ptopics = None
         if plan_phases is not None and hosts:
             ptopics = phases.prepare(plan_phases, c, run_id, self.src, self.tgt)
@@ -261,7 +266,6 @@ class Bench:
                     else:
                         self._one_ceiling(w, item, rep)
             if plan.phases is not None and plan.phases.host is None:
-                # Not the schema-mirroring ones: the phases' records are not framed.
                 wanted = [
                     c
                     for c in plan.contenders

@@ -138,6 +138,7 @@ def test_smoke_plan_hosts_the_phases_in_the_100b_drains() -> None:
     p = plan.make_plan(_args(mode="smoke", sustained=""))
     assert p.max_copy_s is None
     assert p.phases is not None and p.phases.host == "100B" and not p.phases.sustained
+    assert [p.mirrors_schemas(w) for w in p.workloads] == [True, False]  # 100B framed
 
 
 def test_batch_shape_summary() -> None:
