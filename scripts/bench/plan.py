@@ -173,7 +173,7 @@ class Plan:
 
 
 # Exactly-once and schema-ID translation are measured on 100B and small only.
-EOS_ONLY = frozenset({"kmirror-1-eos", TRANSLATE})
+ONLY_100B_SMALL = frozenset({"kmirror-1-eos", TRANSLATE})
 
 
 def full_workloads() -> list[Workload]:
@@ -183,11 +183,11 @@ def full_workloads() -> list[Workload]:
     hundred = Shape(100)
     return [
         Workload("100B", 30_000_000, hundred, ceiling_records=4_000_000),
-        Workload("1KB", 4_000_000, Shape(1024), ceiling_records=2_000_000, skip=EOS_ONLY),
+        Workload("1KB", 4_000_000, Shape(1024), ceiling_records=2_000_000, skip=ONLY_100B_SMALL),
         Workload("small", 12_000_000, SMALL),
         # One worker each: lz4 is measured, not compared at two parallelisms.
-        Workload("lz4", 40_000_000, LZ4, skip=EOS_ONLY | {"kmirror-2", "mm2-2"}),
-        Workload("mixed", 6_000_000, MIXED, partitions=16, skip=EOS_ONLY),
+        Workload("lz4", 40_000_000, LZ4, skip=ONLY_100B_SMALL | {"kmirror-2", "mm2-2"}),
+        Workload("mixed", 6_000_000, MIXED, partitions=16, skip=ONLY_100B_SMALL),
     ]
 
 
