@@ -7,7 +7,9 @@ namespace that enforces the "restricted" Pod Security Standard; the mirror pods 
 running the pushed digest; the post-install validation
 hook Job completes and reports a match; records produced afterwards reach the target;
 `helm test` passes; `helm upgrade` with a changed whitelist rolls the pods (checksum annotation)
-and mirrors the new topic; `helm uninstall` leaves nothing behind.
+and mirrors the new topic; the release moved to mm2Config mode with `reloadOnChange` applies an
+edited ConfigMap (a new topic) without a pod restart and without copying anything again; `helm
+uninstall` leaves nothing behind.
 
 The steps depend on each other, so they are one test with named steps (a failure names its
 step). Needs root, podman images (`make image`), helm and the registry (`make go-tools`); the
@@ -97,6 +99,118 @@ def _ready(pod: dict[str, Any]) -> bool:
 def _step(name: str) -> Callable[[str], None]:
     _log(f"--- {name}")
     return _log
+
+
+def _mm2_properties(src: str, tgt: str, group: str, topics: str) -> str:
+    """A user's mm2.properties: one flow, the target's names the source's (identity), no
+    disaster-recovery topics (this step is about the reload, not DR)."""
+    return "\n".join(
+        [
+            "clusters=src,tgt",
+            f"src.bootstrap.servers={src}",
+            f"tgt.bootstrap.servers={tgt}",
+            "src->tgt.enabled=true",
+            f"src->tgt.topics={topics}",
+            f"src->tgt.consumer.group.id={group}",
+            "replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+            "emit.checkpoints.enabled=false",
+            "emit.heartbeats.enabled=false",
+            "sync.group.offsets.enabled=false",
+            "",
+        ]
+    )
+
+
+def _mm2_reload(
+    kube: Kube,
+    base_values: dict[str, Any],
+    release: str,
+    run: str,
+    src: str,
+    tgt: str,
+    tmp_path: Path,
+) -> None:
+    """The release moves to mm2Config mode (its mm2.properties in a ConfigMap of the user's,
+    `reloadOnChange: true`): one roll. Then the user edits the ConfigMap to add a topic: the
+    kubelet swaps the mounted file, the running pods reload it, copy the new topic and do not
+    copy the first one again; no pod is replaced or restarted."""
+    topic_c, topic_d = f"{run}-refunds", f"{run}-returns"
+    n_c, n_d = 400, 300
+    for topic, n, prefix in ((topic_c, n_c, "c"), (topic_d, n_d, "d")):
+        create_topic(src, topic, partitions=2)
+        produce(src, topic, _records(prefix, n))
+    configmap = f"{run}-mm2"
+
+    def apply_configmap(topics: str) -> None:
+        manifest = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": configmap, "namespace": NAMESPACE},
+            "data": {"mm2.properties": _mm2_properties(src, tgt, f"{run}-mm2-group", topics)},
+        }
+        proc = subprocess.run(
+            [kube.kubectl_bin, "apply", "-f", "-"],
+            input=json.dumps(manifest),
+            capture_output=True,
+            text=True,
+            env=kube.env,
+            timeout=60,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+
+    apply_configmap(topic_c)
+    values = {key: base_values[key] for key in ("global", "imagePullSecrets", "image", "resources")}
+    values["mm2Config"] = {
+        "enabled": True,
+        "existingConfigMap": configmap,
+        "reloadOnChange": True,
+    }
+    values["validation"] = {"test": {"enabled": False}, "hook": {"enabled": False}}
+    path = tmp_path / "values-mm2.json"
+    path.write_text(json.dumps(values))
+    t0 = time.monotonic()
+    proc = kube.helm(
+        "upgrade", release, str(CHART), "-n", NAMESPACE, "--wait", "--timeout", HELM_TIMEOUT,
+        "-f", str(path), check=False,
+    )  # fmt: skip
+    _log(f"helm upgrade to mm2Config: exit {proc.returncode} after {time.monotonic() - t0:.0f}s")
+    if proc.returncode != 0:
+        _dump(kube)
+    assert proc.returncode == 0, f"helm upgrade failed:\n{proc.stdout}\n{proc.stderr}"
+    try:
+        wait_until(
+            lambda: _total(tgt, topic_c) == n_c, 180, 2, f"{n_c} records in target {topic_c}"
+        )
+        pods = _mirror_pods(kube, release)
+        assert pods and all(_ready(p) for p in pods), "mirror pods not Ready in mm2Config mode"
+
+        def restarts(ps: list[dict[str, Any]]) -> dict[str, int]:
+            return {
+                p["metadata"]["name"]: sum(
+                    s["restartCount"] for s in p["status"]["containerStatuses"]
+                )
+                for p in ps
+            }
+
+        before = restarts(pods)
+        _log(f"ConfigMap {configmap}: topics {topic_c} -> {topic_c}|{topic_d}")
+        t0 = time.monotonic()
+        apply_configmap(f"{topic_c}|{topic_d}")
+        wait_until(
+            lambda: _total(tgt, topic_d) == n_d, 180, 2, f"{n_d} records in target {topic_d}"
+        )
+        _log(f"{topic_d} copied {time.monotonic() - t0:.0f}s after the ConfigMap changed")
+        assert restarts(_mirror_pods(kube, release)) == before, (
+            "a mirror pod was replaced or restarted by the ConfigMap change"
+        )
+        assert _total(tgt, topic_c) == n_c, f"{topic_c} was copied again by the reload"
+        logs = "".join(kube.kubectl("-n", NAMESPACE, "logs", name).stdout for name in before)
+        assert "reload (" in logs and ") applied" in logs, (
+            f"no pod logged the reload:\n{logs[-3000:]}"
+        )
+    finally:
+        kube.kubectl("-n", NAMESPACE, "delete", "configmap", configmap, check=False)
 
 
 def test_helm_lifecycle(
@@ -258,6 +372,9 @@ def test_helm_lifecycle(
         assert "kmirror-validate: OK" in upgrade_logs, (
             "the post-upgrade hook did not report a match"
         )
+
+        log = _step("mm2Config + reloadOnChange: a ConfigMap update applies without a restart")
+        _mm2_reload(kube, base_values, release, run, src, tgt, tmp_path)
 
         log = _step("helm uninstall leaves nothing behind")
         kube.helm("uninstall", release, "-n", NAMESPACE, "--wait", "--timeout", "5m")
