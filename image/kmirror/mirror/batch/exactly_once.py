@@ -33,6 +33,8 @@ from kmirror.mirror.batch.merger import IdTranslator, Pending, Staged
 from kmirror.mirror.batch.producer import ProducerSession
 from kmirror.mirror.batch.transactions import (
     FENCING,
+    NO_ANSWER,
+    RETRIABLE,
     Coordinators,
     TxnSession,
     add_error,
@@ -126,6 +128,21 @@ class Sessions(ProducerSession):
                 session.added.update(keys)
             elif code in FENCING:
                 session.fenced = True
+            elif (code == NO_ANSWER or code in RETRIABLE) and (
+                session.waited_s(keys) <= self._delivery_timeout_s
+            ):
+                # The coordinator is away for longer than a request (its broker restarting,
+                # the coordinator moving): the batches wait and the next send asks again,
+                # within the delivery timeout of a batch, so a target that stays away ends
+                # the mirror after message.timeout.ms as a record-path send would, not after
+                # one request timeout.
+                log.warning(
+                    "exactly-once: the target has not added %s to the transaction of %s yet "
+                    "(%s); asking again",
+                    keys,
+                    tid,
+                    error_name(code),
+                )
             else:
                 raise SendError(
                     f"exactly-once: the target did not add {keys} to the transaction of "

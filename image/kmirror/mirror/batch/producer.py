@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -236,6 +236,15 @@ class ProducerSession:
     @property
     def unacknowledged(self) -> int:
         return sum(len(q.items) + len(q.staged) for q in self._queues.values())
+
+    def waited_s(self, keys: Iterable[TargetPartition]) -> float:
+        """How long the oldest unacknowledged batch of these partitions has waited."""
+        since = [
+            oldest
+            for key in keys
+            if (q := self._queues.get(key)) is not None and (oldest := q.oldest) is not None
+        ]
+        return time.monotonic() - min(since) if since else 0.0
 
     def abandon(self) -> None:
         """Forget every unacknowledged batch (a send failed; the loop re-sends from the last

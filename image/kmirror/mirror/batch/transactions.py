@@ -52,7 +52,8 @@ RETRY_BACKOFF_S = 0.05
 # Ask again (the coordinator is loading, moving, or still completing the previous transaction;
 # 3: a just-created topic the coordinator's broker does not know yet, as the Java client does).
 RETRIABLE = {3, 7, 14, 15, 16, 51}
-REFIND = {-1, 15, 16}  # ... after finding the coordinator again (-1: no answer)
+NO_ANSWER = -1  # a coordinator call that got no answer before its deadline
+REFIND = {NO_ANSWER, 15, 16}  # ... after finding the coordinator again
 FENCING = {47, 90}  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
 OPERATION_NOT_ATTEMPTED = 55  # AddPartitionsToTxn: another partition of the request failed
 # A transactional send the broker refuses for these cannot be retried into the transaction
@@ -118,14 +119,14 @@ class Coordinators:
             for tid in list(pending):
                 future = futures.get(tid)
                 if future is None or not future.is_done or future.failed():
-                    code, response = -1, None
+                    code, response = NO_ANSWER, None
                 else:
                     response = future.value
                     code = error_of(response)
                 if code in REFIND:
                     self._nodes.pop(tid, None)
                 results[tid] = (code, response)
-                if code not in RETRIABLE and code != -1:
+                if code not in RETRIABLE and code != NO_ANSWER:
                     del pending[tid]
             if time.monotonic() >= deadline:
                 break

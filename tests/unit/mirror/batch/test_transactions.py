@@ -12,6 +12,8 @@ import pytest
 from kafka.future import Future
 from kafka.record.default_records import DefaultRecordBatch
 
+from kmirror.errors import SendError
+from kmirror.mirror.batch.exactly_once import Sessions
 from kmirror.mirror.batch.merger import Merger, Staged
 from kmirror.mirror.batch.records import rewrite, split
 from kmirror.mirror.batch.transactions import (
@@ -181,3 +183,54 @@ def test_a_refused_transactional_id_is_final_at_once() -> None:
     link = _Coordinator(find=[(53, -1)], answers=[])  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     assert _init(link) == (53, None)
     assert [name for _, name in link.sent] == ["FindCoordinatorRequest"]
+
+
+class _Away:
+    """Coordinators whose every AddPartitionsToTxn gets `code` back (NO_ANSWER: the broker
+    restarting; 15: COORDINATOR_NOT_AVAILABLE after the request's deadline)."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+        self.asked = 0
+
+    def calls(self, requests: dict[str, Any], error_of: Any, deadline: float) -> Any:
+        self.asked += 1
+        return {tid: (self.code, None) for tid in requests}
+
+
+def _waiting(code: int, delivery_timeout_s: float) -> tuple[Sessions, TxnSession, _Away]:
+    away = _Away(code)
+    copier = SimpleNamespace(_target=_NoLink(), merger=Merger(Limits()), coordinators=away)
+    sessions = Sessions(
+        copier,  # type: ignore[arg-type]
+        max_in_flight=5,
+        request_timeout_ms=1000,
+        delivery_timeout_s=delivery_timeout_s,
+    )
+    session = _session()
+    session.start(17, 2)
+    (batch,), _ = split(build([0, 1]))
+    session.enqueue(("t", 0), Staged(("t", 0), batch, 2))
+    sessions.by_source[("src", 0)] = session
+    return sessions, session, away
+
+
+@pytest.mark.parametrize("code", [-1, 15])  # -1: NO_ANSWER
+def test_an_unanswered_add_is_asked_again_at_the_next_send(code: int) -> None:
+    """A target broker restarting under an exactly-once batch copy: the add goes unanswered
+    for longer than a request. The batches wait (nothing sent outside the transaction) and
+    the next send asks again; the mirror does not stop (it did, found by the fault suite's
+    target broker restarts)."""
+    sessions, session, away = _waiting(code, delivery_timeout_s=60)
+    sessions.send()
+    sessions.send()
+    assert away.asked == 2
+    assert session.to_add() == [("t", 0)] and not session.added
+    assert session.unacknowledged == 1
+
+
+def test_an_add_unanswered_past_the_delivery_timeout_ends_the_copy() -> None:
+    sessions, _, _ = _waiting(-1, delivery_timeout_s=0.0)
+    time.sleep(0.01)
+    with pytest.raises(SendError, match="did not add"):
+        sessions.send()
