@@ -10,17 +10,16 @@ import pytest
 from tests.integration.test_mirror import target_has
 from tests.kafkatools import Clusters, produce, wait_until
 from tests.mirrorproc import MirrorProcess, mirror_args
+from tests.promtext import sample
 
 pytestmark = pytest.mark.integration
 
 
 def gauge(text: str, name: str, topic: str, partition: int) -> float | None:
     """A sample of /metrics by topic and partition (-1: a metric without a partition label)."""
-    for line in text.splitlines():
-        labels = (f'topic="{topic}"', *([f'partition="{partition}"'] if partition >= 0 else []))
-        if line.startswith(name + "{") and all(label in line for label in labels):
-            return float(line.rsplit(" ", 1)[1])
-    return None
+    if partition < 0:
+        return sample(text, name, topic=topic)
+    return sample(text, name, topic=topic, partition=str(partition))
 
 
 def test_copy_lag_drops_to_zero_before_any_commit(
