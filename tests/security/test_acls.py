@@ -30,6 +30,7 @@ from scripts.kmirrorproc import mm1_args
 from tests.aclclusters import MIRROR, AclCluster, AclClusters
 from tests.kafkatools import Clusters, consume_all, create_topic, produce, wait_until
 from tests.mirrorproc import MirrorProcess, run_cli
+from tests.promtext import sample
 
 pytestmark = pytest.mark.security
 
@@ -120,6 +121,30 @@ def test_target_gets_the_mapped_source_acls_and_users_can_do_the_same(
     assert "acl + " not in again.stdout
 
     users_do_on_the_target_what_they_could_on_the_source(tgt, run)
+
+
+def test_an_acl_added_on_the_source_reaches_the_target_at_the_next_sync(
+    tmp_path: Path, acl_clusters: AclClusters
+) -> None:
+    """The periodic re-sync (MM2's sync.topic.acls.interval.seconds): an ACL granted on the
+    source while the mirror runs is on the target one interval later, and counted."""
+    src, tgt = acl_clusters.source, acl_clusters.target
+    run = f"acl{uuid.uuid4().hex[:8]}"
+    pay = f"{run}-pay"
+    create_topic(src.plaintext, pay)
+    src.grant(("TOPIC", pay, "LITERAL", "User:bob", "DESCRIBE"))
+    argv = mirror_argv(tmp_path, acl_clusters, run, *FULL, "--sync-topic-acls-interval-s", "1")
+    late = ("TOPIC", pay, "LITERAL", "User:bob", "WRITE", "ALLOW")
+    with MirrorProcess(argv, tmp_path / "mirror.log") as m:
+        m.wait_ready(120)
+        wait_until(lambda: len(acls_of(tgt, run)) == 1, 30, message="the first sync")
+        created = sample(m.get("/metrics")[1], "kmirror_acls_created_total") or 0.0
+        src.grant(late[:5])
+        wait_until(lambda: late in acls_of(tgt, run), 30, message="the new ACL on the target")
+        after = sample(m.get("/metrics")[1], "kmirror_acls_created_total")
+        assert after is not None and after >= created + 1, m.get("/metrics")[1]
+        assert m.stop() == 0, m.log
+    assert acls_of(tgt, run) == {late, ("TOPIC", pay, "LITERAL", "User:bob", "DESCRIBE", "ALLOW")}
 
 
 def users_do_on_the_target_what_they_could_on_the_source(tgt: AclCluster, run: str) -> None:
