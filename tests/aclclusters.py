@@ -13,9 +13,11 @@ broker-to-controller principal), and so is User:mirror, the mirror's. Every othe
 only what an ACL allows. The users and their passwords: USERS (source) and USERS with the
 principal map applied (target: `alice.a` on the source is `alice` on the target).
 
-Ports KMIRROR_ACL_PORTS (default 37192,47192), names KMIRROR_ACL_NAMES (default
+Ports KMIRROR_ACL_PORTS (default 17192,27192), names KMIRROR_ACL_NAMES (default
 migrate-acl-src,migrate-acl-tgt): one pair per session, started on first use and wiped at the
-end.
+end. Fixed ports stay below Linux's ephemeral range (32768-60999): there a client's outgoing
+connection may hold the port when the broker binds it ("Address already in use"; the
+ACL pair's earlier 37192 failed so in a clean-clone run).
 """
 
 from __future__ import annotations
@@ -125,7 +127,7 @@ class AclClusters:
 def acl_clusters() -> Iterator[AclClusters]:
     from scripts import kafkalocal as kl
 
-    ports = [int(p) for p in os.environ.get("KMIRROR_ACL_PORTS", "37192,47192").split(",")]
+    ports = [int(p) for p in os.environ.get("KMIRROR_ACL_PORTS", "17192,27192").split(",")]
     names = os.environ.get("KMIRROR_ACL_NAMES", "migrate-acl-src,migrate-acl-tgt").split(",")
     kl.down(names, keep=False)  # a leftover of an interrupted run: its users and ACLs are stale
     specs = [kl.ClusterSpec(n, p, overrides(p)) for n, p in zip(names, ports, strict=True)]

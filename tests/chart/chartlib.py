@@ -137,6 +137,7 @@ KITCHEN_SINK: dict[str, Any] = {
     "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/m"}},
     "service": {"annotations": {"a": "b"}, "labels": {"c": "d"}},
     "podMonitor": {"enabled": True, "relabelings": [{"action": "labeldrop", "regex": "pod"}]},
+    "metrics": {"mm2Names": True, "mm2ClusterName": "dc1-to-dc2"},
     "grafanaDashboard": {"enabled": True, "annotations": {"grafana_folder": "Kafka"}},
     "prometheusRule": {
         "enabled": True,

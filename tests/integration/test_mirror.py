@@ -20,7 +20,7 @@ from tests.kafkatools import (
     topic_partitions,
     wait_until,
 )
-from tests.mirrorproc import MirrorProcess, mirror_args, run_cli
+from tests.mirrorproc import QUICK_REJOIN, MirrorProcess, mirror_args, run_cli
 from tests.promtext import sample
 
 pytestmark = pytest.mark.integration
@@ -128,7 +128,7 @@ def test_kill9_then_restart_loses_nothing(
 ) -> None:
     topic = make_topic(clusters.source_bootstrap, partitions=2)
     produce(clusters.source_bootstrap, topic, sample_records(3000, 2))
-    args = mirror_args(tmp_path, clusters, unique_name("g"), topic)
+    args = mirror_args(tmp_path, clusters, unique_name("g"), topic, QUICK_REJOIN)
     with MirrorProcess(args, tmp_path / "m1.log") as m:
         wait_until(target_has(clusters, topic, 1), 60)
         m.kill()

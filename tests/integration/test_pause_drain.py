@@ -12,7 +12,7 @@ from tests.integration.controlapi import ok, status, token_file, wait_applied
 from tests.integration.feeder import Feeder
 from tests.integration.test_mirror import target_has
 from tests.kafkatools import Clusters, consume_all, end_offsets, wait_until
-from tests.mirrorproc import MirrorProcess, mirror_args
+from tests.mirrorproc import QUICK_REJOIN, MirrorProcess, mirror_args
 
 pytestmark = pytest.mark.integration
 
@@ -43,8 +43,7 @@ def mirror_with_control(
     tmp_path: Path, clusters: Clusters, group: str, topics: list[str], *extra: str
 ) -> list[str]:
     # A killed member leaves the group after the session timeout: the broker's least, not 45 s.
-    fast = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000}
-    args = mirror_args(tmp_path, clusters, group, "|".join(topics), fast, None, *extra)
+    args = mirror_args(tmp_path, clusters, group, "|".join(topics), QUICK_REJOIN, None, *extra)
     return [*args, "--control-token-file", str(token_file(tmp_path))]
 
 
@@ -107,7 +106,8 @@ def drain_and_watch(mirror: MirrorProcess, clusters: Clusters, topics: list[str]
     ok(mirror, "DELETE", "/drain")  # cancelled: the mirror copies again
 
 
-@pytest.mark.parametrize("engine", ["record", "batch"])
+# The record-path twin in the long tier: the gate is one collaborator of both paths.
+@pytest.mark.parametrize("engine", [pytest.param("record", marks=pytest.mark.slow), "batch"])
 def test_pause_resume_and_drain_while_records_flow(
     tmp_path: Path, clusters: Clusters, make_topic, make_group_id, engine: str
 ) -> None:

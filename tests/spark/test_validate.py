@@ -303,6 +303,7 @@ def test_sample_mode_and_compacted_records_view(spark: SparkSession, world: Worl
     assert not compact.ok
 
 
+@pytest.mark.slow  # a Spark standalone master and worker start: about 100 s
 def test_a_standalone_cluster_gives_the_same_report(
     digest_report: Report, world: World, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

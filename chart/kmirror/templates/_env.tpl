@@ -68,6 +68,17 @@ KMIRROR_ACL_DENY_WRITE: {{ .denyWrite | toString | quote }}
 KMIRROR_ACL_MIRROR_PRINCIPAL: {{ . | quote }}
 {{- end }}
 {{- end }}
+{{- with $v.schemaRegistry }}
+{{- if or .source.url .target.url }}
+KMIRROR_SCHEMA_ID_MODE: {{ .idMode | quote }}
+KMIRROR_SCHEMA_SUBJECTS: {{ .subjects | toString | quote }}
+{{- with .subjectsExclude }}
+KMIRROR_SCHEMA_SUBJECTS_EXCLUDE: {{ . | toString | quote }}
+{{- end }}
+KMIRROR_SCHEMA_SYNC_INTERVAL_S: {{ .syncIntervalSeconds | toString | quote }}
+KMIRROR_SCHEMA_UNKNOWN_ID: {{ .unknownId | quote }}
+{{- end }}
+{{- end }}
 KMIRROR_PARTITIONING: {{ $v.partitioning | quote }}
 KMIRROR_ENGINE: {{ $v.engine | quote }}
 KMIRROR_REPLICATION_FACTOR: {{ $v.replicationFactor | int64 | toString | quote }}
@@ -76,6 +87,9 @@ KMIRROR_SYNC_TOPIC_CONFIGS_INTERVAL_S: {{ $v.syncTopicConfigsIntervalSeconds | i
 KMIRROR_PROGRESS_TOPIC: {{ . | quote }}
 {{- end }}
 KMIRROR_METRICS_PORT: {{ $v.metrics.port | int64 | toString | quote }}
+{{- if $v.metrics.mm2Names }}
+KMIRROR_MM2_METRIC_NAMES: "true"
+{{- end }}
 {{- with $v.throttle }}
 KMIRROR_THROTTLE: {{ . | quote }}
 {{- end }}

@@ -12,18 +12,23 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
-from types import FrameType
 from typing import Any
 
 from kmirror.app.channel import Orders, Report, latest
-from kmirror.app.lifeline import ParentWatch, ThrottledLog, set_parent_death_signal
+from kmirror.app.lifeline import (
+    ParentWatch,
+    ThrottledLog,
+    set_parent_death_signal,
+    stop_on_signals,
+)
 from kmirror.config.model import MirrorConfig
 from kmirror.control.gate import Gate
 from kmirror.errors import KmirrorError
 from kmirror.logsetup import configure_for
 from kmirror.metrics.aggregate import snapshot
+from kmirror.metrics.partitions import PartitionFigures
 from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.engine import engine_for
+from kmirror.mirror.engine import Plan
 from kmirror.mirror.stream import DEFAULT_TUNING, Stream, StreamState, Tuning
 
 log = logging.getLogger(__name__)
@@ -48,21 +53,18 @@ def stream_main(
     stream_id: int,
     outbox: Any,
     parent: int,
+    plan: Plan,
     tuning: Tuning = DEFAULT_TUNING,
     link: StreamLink | None = None,
 ) -> None:
     configure_for(config)
     stop = threading.Event()
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop_on_signals(stop, signal.SIGTERM, signal.SIGINT)
     # SIGTERM when the supervisor dies (even by SIGKILL): the normal flush-and-commit stop.
     set_parent_death_signal(signal.SIGTERM)
     watch = ParentWatch(parent, stop.set, SHUTDOWN_GRACE_S).start()
-    metrics = WorkerMetrics()
+    metrics = WorkerMetrics(partitions=PartitionFigures() if config.mm2_metric_names else None)
     gate = Gate(on_throttled=metrics.throttled)
     follower = Follower(gate, link)
     failures = ThrottledLog(log, f"stream {stream_id}: sending metrics and heartbeat")
@@ -82,9 +84,9 @@ def stream_main(
         except Exception as exc:  # a full pipe must never stop the copy, but is reported
             failures.failed(exc)
 
-    engine = engine_for(config, announce=False)
+    # The supervisor's plan: the stream builds the copier it names, deciding nothing again.
     stream = Stream(
-        config, metrics, stop, stream_id, on_tick=publish, tuning=tuning, engine=engine, gate=gate
+        config, metrics, stop, stream_id, plan.copier, on_tick=publish, tuning=tuning, gate=gate
     )
     code = 0
     try:

@@ -42,7 +42,8 @@ from kmirror.control.store import POLL_S
 from kmirror.errors import CommitError, KmirrorError
 from kmirror.metrics.aggregate import FlowsCollector, StreamsCollector
 from kmirror.metrics.http import HealthServer, server_tls
-from kmirror.mirror.engine import engine_for
+from kmirror.metrics.mm2 import Mm2Collector
+from kmirror.mirror.engine import Plan, plan_for
 from kmirror.mirror.stream import DEFAULT_TUNING, StreamState, Tuning
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ log = logging.getLogger(__name__)
 # A commit may flush for up to message.timeout.ms; a stream silent for longer is stuck.
 HEARTBEAT_STALE_S = 120.0
 
-StreamMain = Callable[[MirrorConfig, int, Any, int, Tuning, StreamLink], None]
+StreamMain = Callable[[MirrorConfig, int, Any, int, Plan, Tuning, StreamLink], None]
 Slot = tuple[int, int]  # (flow index, stream id)
 
 
@@ -64,6 +65,9 @@ class Supervisor:
     ) -> None:
         self.flows = [config] if isinstance(config, MirrorConfig) else list(config)
         self._config = self.flows[0]  # the process's settings (the same in every flow)
+        # The engine of each flow, decided once here (a refusal is a ConfigError before
+        # anything starts); every stream process gets its flow's plan and builds what it names.
+        self._plans = [plan_for(flow) for flow in self.flows]
         self._target = target
         self._tuning = tuning
         self._registry = registry or CollectorRegistry()
@@ -71,6 +75,14 @@ class Supervisor:
         self._registry.register(self._streams)
         self.services = FlowsCollector()  # the per-flow services' metrics, with a flow label
         self._registry.register(self.services)
+        if self._config.mm2_metric_names:  # MirrorMaker 2's names too (kmirror.metrics.mm2)
+            self._registry.register(
+                Mm2Collector(
+                    self._streams,
+                    {c.flow: c.target.alias for c in self.flows},
+                    {c.flow: c.num_streams for c in self.flows},
+                )
+            )
         info = Gauge(
             "kmirror_info",
             "kmirror build and dialect",
@@ -180,7 +192,15 @@ class Supervisor:
             link = StreamLink(flow, self._queues[slot], first[flow])
             proc = ctx.Process(
                 target=self._target,
-                args=(self.flows[flow], sid, inbox, os.getpid(), self._tuning, link),
+                args=(
+                    self.flows[flow],
+                    sid,
+                    inbox,
+                    os.getpid(),
+                    self._plans[flow],
+                    self._tuning,
+                    link,
+                ),
                 name=f"kmirror-stream-{sid}" if len(self.flows) == 1 else f"kmirror-{flow}-{sid}",
                 daemon=False,
             )
@@ -307,7 +327,4 @@ class Supervisor:
 def run_mirror(
     config: MirrorConfig | Sequence[MirrorConfig], tuning: Tuning = DEFAULT_TUNING
 ) -> int:
-    flows = [config] if isinstance(config, MirrorConfig) else list(config)
-    for flow in flows:
-        engine_for(flow)  # refuses (ConfigError) what the chosen engine cannot do, before a start
-    return Supervisor(flows, tuning=tuning).run()
+    return Supervisor(config, tuning=tuning).run()

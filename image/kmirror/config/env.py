@@ -198,6 +198,12 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "kmirror-progress.<group.id>.internal",
     ),
     EnvVar("KMIRROR_METRICS_PORT", "Port of /metrics, /healthz and /readyz (0 disables)", "9404"),
+    EnvVar(
+        "KMIRROR_MM2_METRIC_NAMES",
+        "true: /metrics also has MirrorMaker 2's metric names, per target partition, for "
+        "dashboards made for MM2 (--mm2-metric-names; docs/monitoring.md)",
+        "false",
+    ),
     # The control API on the metrics port (docs/control.md): off without a credential.
     EnvVar(
         "KMIRROR_CONTROL_TOKEN_FILE",

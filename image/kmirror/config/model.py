@@ -109,6 +109,8 @@ class MirrorConfig:
     # The progress book's compacted topic on the target; empty: the default (`progress_topic`).
     progress_topic_name: str = ""
     metrics_port: int = 9404
+    # Also export MirrorMaker 2's metric names (kmirror.metrics.mm2), for dashboards made for it.
+    mm2_metric_names: bool = False
     log_level: str = "INFO"
     log_json: bool = False
     log_pattern: str | None = None

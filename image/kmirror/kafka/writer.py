@@ -1,6 +1,8 @@
-"""Writing kmirror's small topics on the target (the control topic, the schema ID map): a
-producer with the mirror's settings (idempotent, acks=all) that writes a few records and waits
-until the target acknowledged every one, so the caller knows they are there before it acts."""
+"""Writing kmirror's small topics on the target (the progress book, the control topic, the
+schema ID map): a producer with the mirror's settings (idempotent, acks=all) that writes a few
+records and waits until the target acknowledged every one, so the caller knows they are there
+before it acts (a commit, a control change, a translated record). Never the user's
+transactional.id: these writes are not part of a mirror transaction."""
 
 from __future__ import annotations
 
@@ -25,17 +27,32 @@ class AckedWriter:
     ) -> str | None:
         """Write the records and wait up to `timeout`: None once all are acknowledged, else
         why not."""
+        failure = self.send(topic, records, timeout, partition)
+        return None if failure is None else str(failure.str())
+
+    def send(
+        self, topic: str, records: Iterable[Record], timeout: float, partition: int | None = None
+    ) -> KafkaError | None:
+        """`write`, answering with the first error itself (a _MSG_TIMED_OUT one for records
+        still unacknowledged after `timeout`)."""
         producer = self._writer()
         self._failures.clear()
         for key, value in records:
-            if partition is None:
-                producer.produce(topic, value, key)
-            else:
-                producer.produce(topic, value, key, partition=partition)
+            while True:
+                try:
+                    if partition is None:
+                        producer.produce(topic, value, key)
+                    else:
+                        producer.produce(topic, value, key, partition=partition)
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain it
+                    producer.poll(0.05)
         remaining = producer.flush(timeout)
         if self._failures:
-            return str(self._failures[0].str())
-        return f"{remaining} not acknowledged" if remaining else None
+            return self._failures[0]
+        if remaining:
+            return KafkaError(KafkaError._MSG_TIMED_OUT, f"{remaining} record(s) not acknowledged")
+        return None
 
     def _writer(self) -> Producer:
         if self._producer is None:

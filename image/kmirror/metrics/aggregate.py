@@ -50,9 +50,13 @@ class StreamsCollector(Collector):
         with self._lock:
             self._latest[(flow, stream)] = families
 
-    def collect(self) -> Iterator[Metric]:
+    def latest(self) -> dict[tuple[str, int], list[FamilySnapshot]]:
+        """Each (flow, stream)'s latest snapshot."""
         with self._lock:
-            latest = dict(self._latest)
+            return dict(self._latest)
+
+    def collect(self) -> Iterator[Metric]:
+        latest = self.latest()
         merged: dict[str, Metric] = {}
         for (flow, stream), families in sorted(latest.items()):
             extra = {"flow": flow, "stream": str(stream)}

@@ -41,10 +41,8 @@ from kmirror.mirror import latch as rules
 from kmirror.mirror.contract import CopierContext
 from kmirror.mirror.gating import RecordGate
 from kmirror.mirror.provenance import stamp
-from kmirror.mirror.topics import TopicManager
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import PartitionBook
-from kmirror.schemas import translator_for
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +105,7 @@ class RecordCopier:
         )
         # Paused topics, drains, throttles (kmirror.mirror.gating).
         self._gating = RecordGate(ctx.gate or Gate(), ctx.consumer)
-        # Schema IDs in keys and values (kmirror.schemas); None when schemas are not mirrored.
-        self._schemas = translator_for(config, ctx.metrics.registry, self._compacted_topic)
+        self._schemas = ctx.schemas
 
     # -- the Copier shape ----------------------------------------------------------------------
 
@@ -121,11 +118,6 @@ class RecordCopier:
             "target",
             self._config.target.bootstrap_servers,
         )
-        if self._schemas is not None:
-            self._schemas.start()
-
-    def _compacted_topic(self, topic: str) -> None:
-        TopicManager(self._config).ensure_internal(topic, 1, {"cleanup.policy": "compact"})
 
     def assign(self, starts: Mapping[SourcePartition, int]) -> None:
         """The consumer's assignment already starts at these offsets."""
@@ -185,8 +177,6 @@ class RecordCopier:
 
     def close(self, timeout: float) -> None:
         self.producer.flush(timeout)
-        if self._schemas is not None:
-            self._schemas.close()
 
     def _target(self, topic: str) -> str:
         return self._targets.get(topic) or self._config.target_topic(topic)
@@ -214,6 +204,10 @@ class RecordCopier:
         rewinds = self._rewinds
         origin = self._origin
         schemas = self._schemas
+        # MM2's record age (--mm2-metric-names): when read, per target partition, which only
+        # --partitioning same knows before the target acknowledges.
+        figures = self._metrics.partitions if same else None
+        read_at = time.time()
         for m in msgs:
             err = m.error()
             if err is not None:
@@ -254,6 +248,8 @@ class RecordCopier:
                         # it from the last commit.
                         continue
                     flight = per[partition] = _InFlight(book)
+                if figures is not None and ts_type != TIMESTAMP_NOT_AVAILABLE and ts > 0:
+                    figures.read(dst, partition, max(read_at - ts / 1000.0, 0.0))
             while True:
                 try:
                     produce(dst, **kwargs)
@@ -351,6 +347,17 @@ class RecordCopier:
                 flight.settle()
                 flight.s, flight.t, flight.n = source, target, 1
         self._acked += 1
+        figures = self._metrics.partitions
+        if figures is not None:
+            # Every record (MM2's per-partition latency is not sampled): only when asked for.
+            ts_type, ts = msg.timestamp()
+            latency = (
+                max(time.time() - ts / 1000.0, 0.0)
+                if ts_type != TIMESTAMP_NOT_AVAILABLE and ts > 0
+                else None
+            )
+            size = len(msg.key() or b"") + len(msg.value() or b"")
+            figures.acknowledged(msg.topic(), msg.partition(), 1, size, latency)  # type: ignore[arg-type]
         if not self._acked & LATENCY_SAMPLE_MASK:
             ts_type, ts = msg.timestamp()
             if ts_type != TIMESTAMP_NOT_AVAILABLE and ts > 0:

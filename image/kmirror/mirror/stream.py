@@ -10,7 +10,7 @@ Any send failure means: commit nothing more; abort (exit 1) or rewind and retry.
 mirror/exactly_once.py on the record path, mirror/exactly_once_hybrid.py on --engine batch|auto).
 
     Stream.run ── Subscription (group membership, topics, start offsets)
-               ├─ Copier (RecordCopier: consume, produce, delivery reports)
+               ├─ Copier (the one the supervisor's plan names: kmirror.mirror.engine)
                ├─ ProgressBook (per partition: acknowledged, committed, source->target runs)
                │   └─ ProgressStore (the book persisted on the target, written before commits)
                ├─ Committer (a commit point: progress records, then the source group)
@@ -43,14 +43,13 @@ from kmirror.mirror.contract import (
     Transactional,
     Tuning,
 )
-from kmirror.mirror.exactly_once import TransactionalCopier
 from kmirror.mirror.latch import FailureLatch
 from kmirror.mirror.progress_store import ProgressStore
-from kmirror.mirror.record_copier import RecordCopier
 from kmirror.mirror.subscription import Start, StreamState, Subscription
 from kmirror.mirror.topics import PartitionsOfflineError, TopicManager
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import ProgressBook
+from kmirror.schemas import translator_for
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +64,10 @@ class Stream:
         config: MirrorConfig,
         metrics: WorkerMetrics,
         stop: threading.Event,
-        stream_id: int = 0,
+        stream_id: int,
+        engine: CopierFactory,
         on_tick: Callable[[StreamState], None] | None = None,
         tuning: Tuning = DEFAULT_TUNING,
-        engine: CopierFactory = RecordCopier,
         gate: Gate | None = None,
     ) -> None:
         self._config = config
@@ -85,6 +84,8 @@ class Stream:
         self._book = ProgressBook()
         self._topics = TopicManager(config)
         self._store = ProgressStore(config, self._topics)
+        # Schema IDs in keys and values, for both paths (None when schemas are not mirrored).
+        self._schemas = translator_for(config, metrics.registry, self._compacted_topic)
         self._committer = Committer(self._book, self._latch, metrics, stream_id)
         self._client_errors: list[KafkaError] = []  # for the start-up check (connect.py)
         self._consumer: Consumer | None = None
@@ -115,10 +116,7 @@ class Stream:
                 self.state,
                 self._id,
             )
-            factory = self._engine
-            if self._config.exactly_once and factory is RecordCopier:
-                factory = TransactionalCopier  # the record path's exactly-once copier
-            self._copier = factory(
+            self._copier = self._engine(
                 CopierContext(
                     self._config,
                     self._consumer,
@@ -130,6 +128,7 @@ class Stream:
                     error_cb=self._on_client_error,
                     check=self._check,
                     client_errors=self._client_errors,
+                    schemas=self._schemas,
                     consume_batch=self._tuning.consume_batch,
                     consume_timeout_s=self._tuning.consume_timeout_s,
                     gate=self.gate,
@@ -185,6 +184,11 @@ class Stream:
         )
         copier.connect(deadline)
         self._client_errors.clear()
+        if self._schemas is not None:
+            self._schemas.start()  # the persisted ID map, before any record is copied
+
+    def _compacted_topic(self, topic: str) -> None:
+        self._topics.ensure_internal(topic, 1, {"cleanup.policy": "compact"})
 
     def _ensure_store(self) -> None:
         """The progress topic answers. A leaderless partition is waited out (a starved or
@@ -347,6 +351,8 @@ class Stream:
             if self._copier is not None:
                 self._copier.close(0 if not clean else 5)
             self._store.close(0 if not clean else 5)
+            if self._schemas is not None:
+                self._schemas.close()
         # The last attempt counts: close() revokes, and the revocation commits again.
         return not self._uncommitted
 

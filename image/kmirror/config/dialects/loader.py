@@ -192,6 +192,10 @@ def _common(
         changes["create_topics"] = False
     if o.exactly_once or parse_bool(envvars.get("EXACTLY_ONCE", env), "EXACTLY_ONCE"):
         changes["exactly_once"] = True
+    if o.mm2_metric_names or parse_bool(
+        envvars.get("KMIRROR_MM2_METRIC_NAMES", env), "KMIRROR_MM2_METRIC_NAMES"
+    ):
+        changes["mm2_metric_names"] = True
     return dataclasses.replace(config, **changes, notes=config.notes + tuple(notes))
 
 

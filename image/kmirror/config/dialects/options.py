@@ -177,6 +177,12 @@ class Options:
     metrics_port: int | None = _opt(
         "--metrics-port", "port of /metrics, /healthz (0 disables)", "PORT", minimum=0
     )
+    mm2_metric_names: bool = _opt(
+        "--mm2-metric-names",
+        "also export MirrorMaker 2's metric names per target partition, for dashboards made for "
+        "MM2 (also KMIRROR_MM2_METRIC_NAMES=true)",
+        default=False,
+    )  # fmt: skip
     log_level: str | None = _opt("--log-level", "DEBUG, INFO, WARN, ERROR", "LEVEL")
     log_format: str | None = _opt("--log-format", "text or json", "text|json")
     log4j_config: File | None = _opt(
