@@ -20,7 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
+
+from kmirror.config.model import MirrorConfig
+from kmirror.errors import ClusterError, ConfigError
+from kmirror.kafka import clients
+from kmirror.kafka.admin import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -29,10 +33,6 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourcePatternType,
     ResourceType,
 )
-
-from kmirror.config.model import MirrorConfig
-from kmirror.errors import ClusterError, ConfigError
-from kmirror.kafka import clients
 
 TIMEOUT_S = 30.0
 RESOURCES = ("TOPIC", "GROUP", "TRANSACTIONAL_ID")

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Set
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from kmirror.control.gate import Gate
+from kmirror.kafka.message import position
 from kmirror.partitions import SourcePartition
 
 log = logging.getLogger(__name__)
@@ -116,8 +117,8 @@ class RecordGate:
             if m.error() is not None:
                 out.append(m)
                 continue
-            key: SourcePartition = (m.topic(), m.partition())  # type: ignore[assignment]
-            offset: int = m.offset()  # type: ignore[assignment]
+            topic, partition, offset = position(m)
+            key: SourcePartition = (topic, partition)
             limit = limits.get(key)
             if limit is not None and offset >= limit:
                 held.setdefault(key, offset)

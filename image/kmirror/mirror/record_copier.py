@@ -37,6 +37,7 @@ from kmirror.control.gate import Gate
 from kmirror.errors import SendError, TopicError
 from kmirror.kafka import clients
 from kmirror.kafka.connect import await_metadata
+from kmirror.kafka.message import position
 from kmirror.mirror import latch as rules
 from kmirror.mirror.contract import CopierContext
 from kmirror.mirror.gating import RecordGate
@@ -213,11 +214,11 @@ class RecordCopier:
             if err is not None:
                 self._consume_error(err)
                 continue
-            topic: str = m.topic()  # type: ignore[assignment]  # set on every fetched record
+            topic, partition, offset = position(m)
             dst = targets.get(topic) or self._config.target_topic(topic)
             key, value = m.key(), m.value()
             if schemas is not None:
-                key, value = schemas.record(key, value, topic, m.partition(), m.offset())  # type: ignore[arg-type]
+                key, value = schemas.record(key, value, topic, partition, offset)
             ts_type, ts = m.timestamp()
             headers = m.headers()
             if origin is not None:  # opt-in provenance header (kmirror/mirror/provenance.py)
@@ -230,8 +231,6 @@ class RecordCopier:
                 "headers": headers,
                 "timestamp": ts if ts_type != TIMESTAMP_NOT_AVAILABLE else 0,
             }
-            partition: int = m.partition()  # type: ignore[assignment]
-            offset: int = m.offset()  # type: ignore[assignment]
             flight: _InFlight | None = None
             if same:
                 kwargs["partition"] = partition
@@ -323,9 +322,10 @@ class RecordCopier:
     def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
         source = -1
         flight = None
+        topic, partition, target = position(msg)
         if self._same:
-            per = self._flight.get(msg.topic())  # type: ignore[arg-type]
-            flight = per.get(msg.partition()) if per is not None else None  # type: ignore[arg-type]
+            per = self._flight.get(topic)
+            flight = per.get(partition) if per is not None else None
             if flight is not None and flight.runs:
                 run = flight.runs[0]
                 source = run[0]
@@ -335,11 +335,10 @@ class RecordCopier:
                     flight.runs.popleft()
         if err is not None:
             size = len(msg.key() or b"") + len(msg.value() or b"")
-            self._latch.send_failed(str(msg.topic()), int(msg.partition() or 0), err, size)
+            self._latch.send_failed(topic, partition, err, size)
             self._metrics.send_errors.labels(err.name()).inc()
             return
         if source >= 0 and flight is not None:
-            target: int = msg.offset()  # type: ignore[assignment]
             n = flight.n
             if n and source == flight.s + n and target == flight.t + n:
                 flight.n = n + 1
@@ -357,7 +356,7 @@ class RecordCopier:
                 else None
             )
             size = len(msg.key() or b"") + len(msg.value() or b"")
-            figures.acknowledged(msg.topic(), msg.partition(), 1, size, latency)  # type: ignore[arg-type]
+            figures.acknowledged(topic, partition, 1, size, latency)
         if not self._acked & LATENCY_SAMPLE_MASK:
             ts_type, ts = msg.timestamp()
             if ts_type != TIMESTAMP_NOT_AVAILABLE and ts > 0:

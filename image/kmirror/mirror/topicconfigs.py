@@ -22,17 +22,17 @@ import time
 from collections.abc import Mapping
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from kmirror.config.model import MirrorConfig
+from kmirror.kafka import clients
+from kmirror.kafka.admin import (
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
     ConfigSource,
 )
-from prometheus_client import CollectorRegistry, Counter, Gauge
-
-from kmirror.config.model import MirrorConfig
-from kmirror.kafka import clients
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,10 @@ class ConfigSync:
             "Topic configs set on the target to follow a change on the source",
             registry=registry,
         )
+
+    def reconfigure(self, config: MirrorConfig) -> None:
+        """A reloaded configuration: the next pass syncs the topics it selects."""
+        self._config = config
 
     def _admin(self, side: clients.Side) -> AdminClient:
         if side == "source":

@@ -11,18 +11,18 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
+
+from kmirror.config.model import MirrorConfig
+from kmirror.errors import ClusterError, TopicError
+from kmirror.kafka import clients
+from kmirror.kafka.admin import (
     AdminClient,
     ConfigResource,
     ConfigSource,
     NewPartitions,
     NewTopic,
-    OffsetSpec,
+    latest,
 )
-
-from kmirror.config.model import MirrorConfig
-from kmirror.errors import ClusterError, TopicError
-from kmirror.kafka import clients
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,10 @@ class TopicManager:
         self._owned: set[str] = set()
         # Target topics whose partitions answered at their leader (_await_online).
         self._online: set[str] = set()
+
+    def reconfigure(self, config: MirrorConfig) -> None:
+        """A reloaded configuration (kmirror.config.live): new topics get its names."""
+        self._config = config
 
     @property
     def source(self) -> AdminClient:
@@ -187,8 +191,8 @@ class TopicManager:
         deadline = time.monotonic() + timeout
         last: object = None
         while pending:
-            latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-            asked = {TopicPartition(t, p): latest for t, p in sorted(pending)}
+            spec = latest()
+            asked = {TopicPartition(t, p): spec for t, p in sorted(pending)}
             for tp, fut in self.target.list_offsets(asked, request_timeout=10).items():
                 try:
                     fut.result()
