@@ -167,10 +167,23 @@ class Plan:
     def contenders_for(self, w: Workload) -> list[Contender]:
         return [c for c in self.contenders if c.name not in w.skip]
 
+    def disk_needed(self) -> int:
+        """Bytes of free disk a run needs: the source's backlogs (each record with about
+        RECORD_OVERHEAD_B of batch and index), plus room for the largest one again on the target
+        (a drain's copy is deleted after its run and the broker frees it about a minute later,
+        while the next copy is being made), plus DISK_MARGIN_B for logs and the brokers."""
+        sizes = [w.records * (w.size + RECORD_OVERHEAD_B) for w in self.workloads]
+        return sum(sizes) + max(sizes, default=0) + DISK_MARGIN_B
+
     def mirrors_schemas(self, w: Workload) -> bool:
         """Whether a contender that mirrors schemas copies w (then its values are framed)."""
         return any(c.schema_id_mode for c in self.contenders_for(w))
 
+
+# The free disk a run asks for before it starts (Plan.disk_needed): a full run that filled the
+# disk half-way failed every later drain with KAFKA_STORAGE_ERROR and lost its results.
+RECORD_OVERHEAD_B = 20
+DISK_MARGIN_B = 3_000_000_000
 
 # Exactly-once and schema-ID translation are measured on 100B and small only.
 ONLY_100B_SMALL = frozenset({"kmirror-1-eos", TRANSLATE})

@@ -17,6 +17,7 @@ import datetime as dt
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -428,12 +429,33 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def disk_problem(plan: Plan, root: Path) -> str | None:
+    """Why the disk under the clusters' data cannot hold this run's backlogs, or None."""
+    where = root
+    while not where.exists():
+        where = where.parent
+    free, need = shutil.disk_usage(where).free, plan.disk_needed()
+    if free >= need:
+        return None
+    gb = 1e9
+    return (
+        f"{free / gb:.1f} GB free under {where}, and this run needs about {need / gb:.1f} GB "
+        "(its backlogs and room for one copy, see docs/benchmarks.md). Free disk space (old "
+        "clones, stopped clusters: scripts/kafka-local down NAME), or make the run smaller "
+        "with --records N / --workloads"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     plan = make_plan(args)
     progress = Progress()
     out_dir: Path = args.out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
+    problem = disk_problem(plan, kafkalocal.clusters_root())
+    if problem:
+        print(f"bench: {problem}", file=sys.stderr)
+        return 2
     bench = Bench(plan, out_dir, progress)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -8,11 +8,13 @@ import argparse
 import io
 import json
 import math
+import shutil
+from pathlib import Path
 
 import fastavro
 import pytest
 
-from scripts.bench import batchshape, plan, summary, sustained, wire
+from scripts.bench import batchshape, plan, run, summary, sustained, wire
 from scripts.bench.loops import Records
 
 pytestmark = pytest.mark.unit
@@ -132,6 +134,19 @@ def test_smaller_backlog_shrinks_the_ceilings_too() -> None:
     ]
     with pytest.raises(SystemExit, match="unknown workload"):
         plan.make_plan(_args(workloads="nope"))
+
+
+def test_a_run_refuses_to_start_without_the_disk_its_backlogs_need(tmp_path: Path) -> None:
+    full = plan.make_plan(_args())
+    # The full run's backlogs (about 17 GB on the source), one copy again, the margin.
+    assert 22e9 < full.disk_needed() < 32e9
+    small = plan.make_plan(_args(records=1000))
+    assert small.disk_needed() < full.disk_needed()
+    free = shutil.disk_usage(tmp_path).free
+    assert run.disk_problem(small, tmp_path / "not" / "yet") is None  # nearest existing parent
+    huge = plan.make_plan(_args(records=int(free / 100)))  # its backlogs exceed the disk
+    problem = run.disk_problem(huge, tmp_path)
+    assert problem is not None and "GB free under" in problem and "--records" in problem
 
 
 def test_smoke_plan_hosts_the_phases_in_the_100b_drains() -> None:
