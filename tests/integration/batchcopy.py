@@ -118,20 +118,21 @@ def produce_raw(bootstrap: str, topic: str, partition: int, batch: bytes) -> int
 
 
 def copied_exactly(
-    clusters: Clusters, topic: str, target_topic: str
+    source: str, target: str, topic: str, target_topic: str, config: MirrorConfig | None = None
 ) -> tuple[ProgressBook, list[Rec], list[Rec]]:
     """Copy `topic` with the batch path alone (nothing falls back to the record path) and
     check the outcome every batch-path test wants: the target holds the source's records byte
     for byte, in order, and the book maps each source offset to where its copy landed.
-    Returns the book and the (source, target) records for the test's own checks."""
-    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
-    book, fallbacks = copy_all(config, clusters.source_bootstrap, topic, target_topic)
+    `source`/`target`: where the test reads them; `config`: how the copier reaches them (by
+    default the same addresses). Returns the book and the (source, target) records."""
+    config = config or mirror_config(source, target)
+    book, fallbacks = copy_all(config, source, topic, target_topic)
     assert fallbacks == {}
-    source = consume_all(clusters.source_bootstrap, topic)
-    target = consume_all(clusters.target_bootstrap, target_topic)
-    assert [r.content() for r in target] == [r.content() for r in source]
-    assert_translates(book, topic, source, target)
-    return book, source, target
+    from_source = consume_all(source, topic)
+    on_target = consume_all(target, target_topic)
+    assert [r.content() for r in on_target] == [r.content() for r in from_source]
+    assert_translates(book, topic, from_source, on_target)
+    return book, from_source, on_target
 
 
 def assert_translates(book: ProgressBook, topic: str, src: list[Rec], dst: list[Rec]) -> None:

@@ -62,7 +62,7 @@ def test_idempotent_source_copied_byte_for_byte_with_its_codec(
     src = make_topic(clusters.source_bootstrap, partitions=2)
     dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
     produce(clusters.source_bootstrap, src, records(4000), **{"compression.type": codec})
-    copied_exactly(clusters, src, dst)
+    copied_exactly(clusters.source_bootstrap, clusters.target_bootstrap, src, dst)
     for p in (0, 1):
         codecs = {b.codec for b in raw_batches(clusters.target_bootstrap, dst, p)}
         assert codecs == {codec}
@@ -103,7 +103,9 @@ def _copied_transactions(
     _transactions(clusters.source_bootstrap, src, plan, **conf)
     if after:
         produce(clusters.source_bootstrap, src, records(after))
-    book, source, target = copied_exactly(clusters, src, dst)
+    book, source, target = copied_exactly(
+        clusters.source_bootstrap, clusters.target_bootstrap, src, dst
+    )
     assert len(source) == sum(n for n, commit in plan if commit) + after
     assert not [r for r in target if r.value and r.value.startswith(b"aborted")]
     assert {p: book[(src, p)].acked for p in (0, 1)} == end_offsets(clusters.source_bootstrap, src)
@@ -167,7 +169,7 @@ def test_small_source_batches_are_merged_byte_for_byte_with_their_codec(
     src = make_topic(clusters.source_bootstrap, partitions=2)
     dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
     produce(clusters.source_bootstrap, src, keyed(1200), **SMALL, **{"compression.type": codec})
-    _, source, _ = copied_exactly(clusters, src, dst)
+    _, source, _ = copied_exactly(clusters.source_bootstrap, clusters.target_bootstrap, src, dst)
     assert len(source) == 1200
     for p in (0, 1):
         before = raw_batches(clusters.source_bootstrap, src, p)
@@ -199,7 +201,7 @@ def test_merged_batches_stay_within_the_target_topics_max_message_bytes(
         clusters.target_bootstrap, name=src, partitions=2, config={"max.message.bytes": "8000"}
     )
     produce(clusters.source_bootstrap, src, keyed(1200), **SMALL)
-    copied_exactly(clusters, src, dst)
+    copied_exactly(clusters.source_bootstrap, clusters.target_bootstrap, src, dst)
     stored = raw_batches(clusters.target_bootstrap, dst, 0)
     assert max(len(b.data) for b in stored) <= 8000
     assert max(b.record_count for b in stored) > 5  # merged all the same

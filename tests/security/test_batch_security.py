@@ -9,8 +9,8 @@ import pytest
 from kmirror.errors import ClusterError
 from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.progress.book import ProgressBook
-from tests.integration.batchcopy import assert_translates, copy_all, mirror_config
-from tests.kafkatools import consume_all, create_topic, produce, unique
+from tests.integration.batchcopy import copied_exactly, mirror_config
+from tests.kafkatools import create_topic, produce, unique
 from tests.securecluster import USER, SecureCluster
 
 pytestmark = pytest.mark.security
@@ -46,12 +46,7 @@ def test_batch_copy_from_sasl_ssl_to_mtls(secure_cluster: SecureCluster) -> None
     ]
     produce(s.plaintext, src, rows, **{"compression.type": "lz4"})
     config = mirror_config(s.sasl_ssl, s.mtls, sasl(s, s.password), mtls(s))
-    book, fallbacks = copy_all(config, s.plaintext, src, dst)
-    assert fallbacks == {}
-    source = consume_all(s.plaintext, src)
-    target = consume_all(s.plaintext, dst)
-    assert [r.content() for r in target] == [r.content() for r in source]
-    assert_translates(book, src, source, target)
+    copied_exactly(s.plaintext, s.plaintext, src, dst, config)
 
 
 def test_wrong_password_is_a_cluster_error_naming_the_refusal_not_the_password(
