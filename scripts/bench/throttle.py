@@ -48,6 +48,7 @@ from scripts.bench.contenders import REPO_ROOT, Contender
 from scripts.bench.plan import Phases, Shape, Workload
 from scripts.bench.preload import preload
 from scripts.bench.progress import Progress
+from scripts.kafkalocal.spec import files
 
 CLUSTERS = (("thrsrc", 13392), ("thrtgt", 14392))
 PRELOAD_TIMEOUT_S = 900.0
@@ -120,7 +121,7 @@ def verdict(rate_bps: float, p99_ms: float) -> tuple[bool, str]:
 
 def log_bytes(cluster: str, topic: str, partitions: int) -> int:
     """Bytes of the topic's log segments in the broker's data directory (batches with framing)."""
-    data = kafkalocal.files(cluster)["data"]
+    data = files(cluster)["data"]
     total = 0
     for p in range(partitions):
         for seg in (data / f"{topic}-{p}").glob("*.log"):
