@@ -142,7 +142,7 @@ bench-dr: setup ## Failover and failback, kmirror vs MM2, on two clusters of its
 	@mkdir -p bench/results
 	$(PY) -m scripts.bench.dr_failover --json-out bench/results/dr.json
 
-bench-throttle: setup ## Throttle figure: a 10 MiB/s backlog limit over a minute and live p99 beside it, on two clusters of its own (ENGINES=auto,record,batch; 1.5 min per engine after 1.5 min of cluster start and preload; 1.3 GB free disk)
+bench-throttle: setup ## Throttle figure: a 10 MiB/s backlog limit over a minute and live p99 beside it, on two clusters of its own (ENGINES=auto,record,batch; 1.5 min per engine after 1.5 min of cluster start and preload; about 3.5 GB free disk)
 	@mkdir -p bench/results
 	$(PY) -m scripts.bench.throttle --engines $(or $(ENGINES),auto) --json-out bench/results/throttle.json
 
