@@ -38,14 +38,13 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from scripts import kafkalocal
-from scripts.bench import kafkaio
+from scripts.bench import clusters, kafkaio
 from scripts.bench.contenders import MM2_LOG4J2, MM2_MAIN, REPO_ROOT, mm2_jar_dir, mm2_properties
 from scripts.bench.procs import Tree
 from scripts.kmirrorproc import KMIRROR, run_to_end, write_properties
 
 PARTITIONS = 3
 CLUSTERS = (("drbench-src", 19692), ("drbench-tgt", 29692))
-CLUSTER_START_TIMEOUT_S = 240.0
 SYNC = {
     "emit.checkpoints.enabled": "true",
     "emit.checkpoints.interval.seconds": "1",
@@ -215,16 +214,6 @@ def run_one(name: str, source: str, target: str, records: int, work: Path) -> di
             "topic": topic}  # fmt: skip
 
 
-def clusters_up() -> tuple[str, str]:
-    names = [n for n, _ in CLUSTERS]
-    leftovers = [n for n in names if n in kafkalocal.known_clusters()]
-    if leftovers:
-        kafkalocal.down(leftovers, keep=False)  # an interrupted run's: stopped and wiped
-    specs = [kafkalocal.ClusterSpec(n, port) for n, port in CLUSTERS]
-    kafkalocal.up(specs, fresh=True, timeout=CLUSTER_START_TIMEOUT_S)
-    return specs[0].bootstrap, specs[1].bootstrap
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--source", help="a running source cluster (default: start drbench-src)")
@@ -238,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="kmirror-drbench-"))
     own = not args.source
     try:
-        source, target = clusters_up() if own else (args.source, args.target)
+        source, target = clusters.fresh(CLUSTERS) if own else (args.source, args.target)
         results = [run_one(n, source, target, args.records, work)
                    for n in args.contenders.split(",")]  # fmt: skip
     finally:

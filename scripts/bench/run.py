@@ -31,7 +31,7 @@ from typing import Any
 import confluent_kafka
 
 from scripts import kafkalocal
-from scripts.bench import ceilings, kafkaio, phases, procs, report
+from scripts.bench import ceilings, clusters, kafkaio, phases, procs, report
 from scripts.bench.contenders import REPO_ROOT, Contender, kafka_jar_dir, mm2_jar_dir
 from scripts.bench.drain import Drain
 from scripts.bench.loops import producer_conf
@@ -42,8 +42,6 @@ from scripts.bench.registries import Registries
 
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
 STOP_GRACE_S = 10.0
-# Two brokers starting on 2 busy cores: kafka-local's 90 s is not always enough.
-CLUSTER_START_TIMEOUT_S = 240.0
 PRELOAD_TIMEOUT_S = 900.0
 
 
@@ -69,14 +67,9 @@ class Bench:
 
     def clusters_up(self) -> dict[str, Any]:
         names = [self.plan.source[0], self.plan.target[0]]
-        # Dedicated clusters: one left over by an interrupted run is stopped and wiped.
-        leftovers = [n for n in names if n in kafkalocal.known_clusters()]
-        if leftovers:
-            kafkalocal.down(leftovers, keep=False)
-        specs = [kafkalocal.ClusterSpec(n, p) for n, p in (self.plan.source, self.plan.target)]
         self._clusters_up = True
         t0 = time.monotonic()
-        kafkalocal.up(specs, fresh=True, timeout=CLUSTER_START_TIMEOUT_S)
+        clusters.fresh([self.plan.source, self.plan.target])
         return {"names": names, "bootstraps": [self.src, self.tgt], "start_s": _r(t0)}
 
     def clusters_down(self) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from scripts.bench import batchshape, plan, run, summary, sustained, wire
+from scripts.bench import batchshape, plan, run, summary, sustained, throttle, wire
 from scripts.bench.loops import Records
 
 pytestmark = pytest.mark.unit
@@ -196,3 +196,26 @@ def test_ratios_median_of_repetitions() -> None:
     assert per["kmirror-1-eos"]["ratio_vs_at_least_once"] == 0.75
     assert per["kmirror-1-translate"]["ratio_vs_without_translate"] == 0.9
     assert out["all_verified"]
+
+
+def test_throttle_window_rates_use_the_samples_real_interval() -> None:
+    # 1 MB/s for 20 s, then 3 MB/s for 10 s, sampled every second but 0.5 s late from t=10.
+    samples = [(float(t), t * 1e6) for t in range(10)]
+    samples += [(t + 0.5, (t + 0.5) * 1e6) for t in range(10, 20)]
+    samples += [(t + 0.5, 20e6 + (t - 19.5) * 3e6) for t in range(20, 31)]
+    r = throttle.window_rates(samples, 0.0, 30.0, 10.0)
+    # The window closes at the first sample at or after t=30 (30.5): 20 MB + 10.5 s at 3 MB/s.
+    assert r["seconds"] == 30.5
+    assert r["mean"] == pytest.approx((20e6 + 10.5 * 3e6) / 30.5)
+    assert r["parts"] == pytest.approx([10.5e6 / 10.5, (9.5e6 + 0.5 * 3e6) / 10.0, 3e6])
+    assert (r["min"], r["max"]) == (pytest.approx(1e6), pytest.approx(3e6))
+
+
+def test_throttle_verdict_is_the_rate_within_ten_percent_and_p99_under_a_second() -> None:
+    limit = throttle.LIMIT_BPS
+    assert throttle.verdict(limit * 1.09, 999.0)[0]
+    assert throttle.verdict(limit * 0.91, 10.0)[0]
+    assert not throttle.verdict(limit * 1.11, 10.0)[0]
+    assert not throttle.verdict(limit * 0.89, 10.0)[0]
+    passed, text = throttle.verdict(limit, 1000.0)
+    assert not passed and "not under 1 s" in text

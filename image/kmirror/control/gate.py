@@ -9,17 +9,20 @@ The copiers' side of the contract (kmirror.mirror.record_copier, kmirror.mirror.
   keeps the first offset it did not copy and continues from there when the limit goes;
 - `open(key)`: the throttle has room for this partition now (ask before fetching it);
 - `charge(key, records, nbytes)`: what was copied of it (after fetching, before producing);
-- `at_end(key)`: the copier saw the partition reach its source end (the tail: throttle.py).
+- `reached(key, position, end)`: where the copier is in the partition and the source end it
+  knows now; a partition whose copy reached its end as it was up to TAIL_LAG_S ago is at its
+  end (the tail: throttle.py).
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 
 from kmirror.config.throttle import Kind, ThrottleSettings
 from kmirror.control.state import ControlState, drained
-from kmirror.control.throttle import TAIL_S, Throttle
+from kmirror.control.throttle import TAIL_LAG_S, TAIL_S, Throttle
 from kmirror.partitions import SourcePartition
 
 # Under a throttle a record copier consumes at most this many seconds of the smallest limit at a
@@ -43,6 +46,9 @@ class Gate:
         self.version = 0  # changes with the limits: copiers cache what they derive from them
         self.throttle = Throttle(ThrottleSettings(), clock())
         self._end_at: dict[SourcePartition, float] = {}
+        # Per partition, the source ends a copier reported over the last TAIL_LAG_S (time, end),
+        # from the newest one at least that old on.
+        self._ends: dict[SourcePartition, deque[tuple[float, int]]] = {}
         self._closed: dict[tuple[str, Kind], float] = {}  # held back by the throttle since
 
     def update(self, state: ControlState, throttle: ThrottleSettings) -> None:
@@ -79,6 +85,21 @@ class Gate:
 
     def at_end(self, key: SourcePartition) -> None:
         self._end_at[key] = self._clock()
+
+    def reached(self, key: SourcePartition, position: int, end: int) -> None:
+        """The copier's position in a partition and the source end it knows now (its fetcher's
+        high watermark). At its end when the position reached the end as it was TAIL_LAG_S ago:
+        a fetcher runs ahead of the copy (a record consumer's queue holds records of other
+        partitions before a live partition's newest), so a live partition's copy is seldom
+        exactly at the newest end it knows, but it keeps up."""
+        now = self._clock()
+        marks = self._ends.setdefault(key, deque())
+        if not marks or marks[-1][1] != end:
+            marks.append((now, end))
+        while len(marks) > 1 and marks[1][0] <= now - TAIL_LAG_S:
+            marks.popleft()
+        if position >= marks[0][1]:
+            self.at_end(key)
 
     def open(self, key: SourcePartition) -> bool:
         if not self.throttle.limited:
@@ -117,3 +138,4 @@ class Gate:
     def forget(self, keys: Iterable[SourcePartition]) -> None:
         for key in keys:
             self._end_at.pop(key, None)
+            self._ends.pop(key, None)

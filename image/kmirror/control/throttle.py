@@ -10,9 +10,9 @@ tests/integration/test_throttle.py copies under a limit on both engines).
 
 Every partition is charged to two scopes, the flow and its topic, each with a backlog and a
 tail bucket per unit (bytes, records): a partition is in the *tail* while it reached its
-source end within the last TAIL_S seconds (it keeps up with live records), otherwise in the
-*backlog* (catching up). So a catch-up is held to the backlog limit while live partitions go
-at the tail limit, neither waiting for the other.
+source end (as it was up to TAIL_LAG_S before) within the last TAIL_S seconds (it keeps up
+with live records), otherwise in the *backlog* (catching up). So a catch-up is held to the
+backlog limit while live partitions go at the tail limit, neither waiting for the other.
 
 A replica's streams share the flow's and each topic's limits (`share`): each stream's share is
 the limit divided by the streams that have partitions of that class (and topic) now, as they
@@ -29,6 +29,9 @@ from kmirror.config.throttle import KINDS, Kind, Rate, Rates, ThrottleSettings
 
 BURST_S = 1.0  # a bucket holds this many seconds of its rate
 TAIL_S = 10.0  # a partition that reached its end this recently is in the tail
+# ... its end as it was this long ago (the copy of a live partition trails what its fetcher
+# already knows by the records queued before it: kmirror.control.gate.Gate.reached)
+TAIL_LAG_S = 1.0
 
 
 class TokenBucket:

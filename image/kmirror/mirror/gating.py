@@ -145,8 +145,8 @@ class RecordGate:
             _, high = self._consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
         except KafkaException:
             return
-        if high >= 0 and last + 1 >= high:
-            self._gate.at_end(key)
+        if high >= 0:
+            self._gate.reached(key, last + 1, high)
 
     def clamp(self, key: SourcePartition, position: int) -> int:
         """A consumer position the progress book may move to: never past a held record."""

@@ -55,5 +55,5 @@ class BatchGate:
             return
         for key in keys:
             position, end = fetcher.position(key), fetcher.high_watermark(key)
-            if position is not None and end is not None and position >= end:
-                self.gate.at_end(key)
+            if position is not None and end is not None:
+                self.gate.reached(key, position, end)
