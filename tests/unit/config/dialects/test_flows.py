@@ -5,10 +5,13 @@ the process has once must agree and two flows must not share their topics on the
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Mapping
 
 import pytest
+from prometheus_client import CollectorRegistry
 
+from kmirror.app.reload import ConfigSource, Reloader
 from kmirror.cli.flags import options_from
 from kmirror.config.dialects.flows import check_flows
 from kmirror.config.dialects.loader import load_flows
@@ -98,3 +101,28 @@ def test_a_bad_flow_refuses_them_all(write: Write) -> None:
     path = write("mm2.properties", THREE + "b->c.tasks.max=0\n")
     with pytest.raises(ConfigError, match=r"tasks.max"):
         flows(["--mm2.config", path])
+
+
+def test_reload_of_several_flows(write: Write, caplog: pytest.LogCaptureFixture) -> None:
+    """`kmirror run`'s reload loads every flow again: a live change in one flow is applied to
+    that flow; a flow added to the file is refused (it needs processes), naming it."""
+    path = write("mm2.properties", THREE + "topics=t\n")
+    options = options_from(parse(["--mm2.config", path]))
+    applied: list[list[MirrorConfig]] = []
+    reloader = Reloader(
+        ConfigSource(lambda: load_flows(options, {})),
+        load_flows(options, {}),
+        applied.append,
+        CollectorRegistry(),
+    )
+    write("mm2.properties", THREE + "topics=t\nb->c.topics=t, u\n")
+    assert reloader.reload("SIGHUP") == "applied"
+    assert [(c.flow, c.topics.include) for c in applied[0]] == [
+        ("a->c", ("t",)),
+        ("b->c", ("t", "u")),
+    ]
+    write("mm2.properties", THREE + "topics=t\nb->c.topics=t, u\na->b.enabled=true\n")
+    with caplog.at_level(logging.ERROR, "kmirror.app.reload"):
+        assert reloader.reload("SIGHUP") == "refused"
+    assert "a->b: flow a->b (new in the configuration)" in caplog.text
+    assert len(applied) == 1
