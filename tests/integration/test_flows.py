@@ -1,6 +1,7 @@
 """Several flows in one mirror (MM2's multi-cluster mode): an mm2.properties enabling A->C and
 B->C mirrors both into C from one `kmirror run` process, byte for byte, with checkpoints,
-heartbeats and metrics per flow, and `check` and `status` show each flow.
+heartbeats and metrics per flow; `check` and `status` show each flow, the control API reaches
+one with `--flow`.
 
 A is the source cluster and C the target of the session (`clusters`); B is a third cluster this
 module starts (about 35 s at load 10: hence `slow`, in `make test-faults`), or the one
@@ -16,6 +17,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,7 +103,9 @@ def test_two_flows_into_one_cluster_from_one_process(
     }
     path = tmp_path / "mm2.properties"
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()), encoding="utf-8")
-    args = ["--mm2-config", str(path)]
+    token = tmp_path / "token"
+    token.write_text("flows-token\n", encoding="utf-8")
+    args = ["--mm2-config", str(path), "--control-token-file", str(token)]
 
     with MirrorProcess(["run", *args], tmp_path / "mirror.log") as mirror:
         for alias, bootstrap in (("A", a), ("B", b)):
@@ -161,20 +165,31 @@ def test_two_flows_into_one_cluster_from_one_process(
             emitted = sample(metrics, "kmirror_dr_checkpoints_emitted_total", flow=flow)
             assert emitted is not None and emitted > 0, (flow, emitted)
 
-        # `status` asks nothing of the mirror here (no control API): both flows, from what
-        # each persisted, nothing left to copy.
+        # `status` asks the running mirror (the control API is on): both flows, live, with
+        # their control state, nothing left to copy.
+        port = ["--metrics-port", str(mirror.metrics_port)]
+
+        def status() -> list[dict[str, Any]]:
+            res = run_cli(["status", *args, *port, "--json"])
+            assert res.returncode == 0, res.stderr
+            flows: list[dict[str, Any]] = json.loads(res.stdout)["flows"]
+            return flows
+
         wait_until(
             lambda: (
-                [
-                    (d["flow"], d["lag"])
-                    for d in json.loads(run_cli(["status", *args, "--json"]).stdout)["flows"]
-                ]
-                == [("A->C", 0), ("B->C", 0)]
+                [(d["flow"], d["lag"], "control" in d) for d in status()]
+                == [("A->C", 0, True), ("B->C", 0, True)]
             ),
             60,
             1.0,
-            "status of both flows at lag 0",
+            "live status of both flows at lag 0",
         )
+        paused = run_cli(["pause", *args, *port, "--flow", "B->C", topic])
+        assert paused.stdout.strip() == f"B->C: {topic} paused", paused.stdout + paused.stderr
+        assert {d["flow"]: d["control"]["paused"] for d in status()} == {
+            "A->C": [],
+            "B->C": [topic],
+        }
         assert mirror.stop() == 0, mirror.log
 
     check = run_cli(["check", *args, "--json"])
