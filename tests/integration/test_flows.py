@@ -1,10 +1,11 @@
 """Several flows in one mirror (MM2's multi-cluster mode): an mm2.properties enabling A->C and
 B->C mirrors both into C from one `kmirror run` process, byte for byte, with checkpoints,
 heartbeats and metrics per flow; `check` and `status` show each flow, the control API reaches
-one with `--flow`.
+one with `--flow`. Two-way A->B and B->A in one process copy both ways without a loop.
 
 A is the source cluster and C the target of the session (`clusters`); B is a third cluster this
-module starts (about 35 s at load 10: hence `slow`, in `make test-faults`), or the one
+module starts (11-35 s; with the copies about a minute: hence `slow`, in `make test-faults`;
+the two-way test, 35 s, needs only `clusters` and is `slow` for its length), or the one
 KMIRROR_THIRD_BOOTSTRAP names (e.g. `scripts/kafka-local up NAME=PORT` started by hand). Its
 own port: KMIRROR_THIRD_PORT (default 23192; controller +1).
 """
@@ -201,3 +202,45 @@ def test_two_flows_into_one_cluster_from_one_process(
     ] == [("A->C", [f"A.{topic}"]), ("B->C", [f"B.{topic}"])]
     one = run_cli(["offsets", *args, "--group", f"{app}-A"])
     assert one.returncode == 2 and "choose it with --flow" in one.stderr, one.stderr
+
+
+def test_two_way_flows_in_one_process(tmp_path: Path, clusters: Clusters, make_topic) -> None:
+    """A->B and B->A in one process: each side's topic copied byte for byte to the other, and
+    neither copy travels back (MM2's loop rule), although the topic pattern matches them."""
+    a, b = clusters.source_bootstrap, clusters.target_bootstrap
+    base = unique("twoway")
+    topics = {"A": make_topic(a, name=f"{base}-a", partitions=PARTITIONS),
+              "B": make_topic(b, name=f"{base}-b", partitions=PARTITIONS)}  # fmt: skip
+    now_ms = int(time.time() * 1000)
+    for alias, bootstrap in (("A", a), ("B", b)):
+        produce(bootstrap, topics[alias], records(alias, now_ms))
+    props = {
+        "clusters": "A, B",
+        "A.bootstrap.servers": a,
+        "B.bootstrap.servers": b,
+        "A->B.enabled": "true",
+        "B->A.enabled": "true",
+        "topics": f".*{base}.*",
+        "A->B.consumer.group.id": unique("mirror-ab"),
+        "B->A.consumer.group.id": unique("mirror-ba"),
+        "refresh.topics.interval.seconds": "1",
+        "replication.factor": "1",
+    }
+    path = tmp_path / "mm2.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()), encoding="utf-8")
+    copies = {"A": (b, f"A.{base}-a"), "B": (a, f"B.{base}-b")}
+    with MirrorProcess(["run", "--mm2-config", str(path)], tmp_path / "mirror.log") as mirror:
+        for alias, source in (("A", a), ("B", b)):
+            there, name = copies[alias]
+            wait_until(
+                lambda there=there, name=name: (
+                    name in list_topics(there) and len(consume_all(there, name)) == RECORDS
+                ),
+                90,
+                0.5,
+                f"{name} copied",
+            )
+            assert exact(consume_all(there, name)) == exact(consume_all(source, topics[alias]))
+        time.sleep(3)  # three topic refreshes of each flow: a loop would have begun
+        assert not {f"B.A.{base}-a", f"A.B.{base}-b"} & (list_topics(a) | list_topics(b))
+        assert mirror.stop() == 0, mirror.log
