@@ -27,10 +27,8 @@ def check(args: argparse.Namespace) -> int:
     docs: list[dict[str, Any]] = []
     problems: list[tuple[str, TopicError]] = []
     for config in flows:
-        if several:
-            print(f"flow {config.flow}:", file=sys.stderr)
-            if not args.json:
-                print(f"flow {config.flow}")
+        if several:  # before its description (stderr) and its rows (stdout)
+            print(f"flow {config.flow}", file=sys.stderr if args.json else sys.stdout, flush=True)
         doc, problem = _check_flow(config, args)
         docs.append(doc)
         if problem is not None:
