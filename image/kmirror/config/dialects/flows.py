@@ -107,9 +107,9 @@ def check_flows(flows: Sequence[MirrorConfig]) -> None:
                 "control API): give every flow the same"
             )
     for prop, what in _TARGET_TOPICS.items():
-        seen: dict[tuple[str, str], str] = {}
+        seen: dict[tuple[frozenset[str], str], str] = {}
         for c in flows:
-            key = (c.target.bootstrap_servers, getattr(c, prop))
+            key = (c.target.servers, getattr(c, prop))
             if key in seen:
                 raise ConfigError(
                     f"the flows {seen[key]} and {c.flow} would share {what} "

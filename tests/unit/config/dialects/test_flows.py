@@ -83,6 +83,14 @@ def test_one_group_for_two_flows_into_one_cluster_is_refused(write: Write) -> No
     same = write("same.properties", THREE + "consumer.group.id=one\n")
     with pytest.raises(ConfigError, match=r"own consumer group"):
         flows(["--mm2.config", same])
+    # The same cluster under two aliases (its servers in another case) is still one cluster.
+    alias = write(
+        "alias.properties",
+        THREE.replace("clusters=a, b, c", "clusters=a, b, c, d").replace("b->c", "b->d")
+        + "d.bootstrap.servers=C:1\nconsumer.group.id=one\n",
+    )
+    with pytest.raises(ConfigError, match=r"a->c and b->d would share the progress topic"):
+        flows(["--mm2.config", alias])
     # Two flows into different clusters may share a group name (different clusters' topics).
     assert len(flows(["--mm2.config", write("tw.properties", TWO_WAY), "--group-id", "g"])) == 2
 
