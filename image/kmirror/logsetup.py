@@ -150,14 +150,15 @@ def set_level(level: str) -> None:
         )
 
 
-def configure_for(config: MirrorConfig) -> None:
+def configure_for(config: MirrorConfig, *others: MirrorConfig) -> None:
     """A mirror process (`kmirror run` and each stream process): the config's level, format
-    and log4j pattern, with every credential of the config masked."""
+    and log4j pattern, with every credential of the config masked, and of the `others` (the
+    other flows of the process: their level and format are the same)."""
     configure(
         config.log_level,
         "json" if config.log_json else "text",
         config.log_pattern,
-        config_secrets(config),
+        [s for c in (config, *others) for s in config_secrets(c)],
     )
 
 

@@ -331,8 +331,15 @@ CASES: list[Case] = [
          mm2("clusters = A\nA.bootstrap.servers = {source}\n")),
     Case("mm2-no-flow", "mm2.properties", "no `A->B.enabled = true`", 2,
          "no replication flow is enabled", mm2(MM2_OK.replace("A->B.enabled = true", ""))),
-    Case("mm2-two-flows", "mm2.properties", "`A->B` and `B->A` enabled, no `--flow`", 2,
-         "enables several flows", mm2(MM2_OK + "B->A.enabled = true\n")),
+    Case("mm2-two-flows-offsets", "mm2.properties",
+         "`A->B` and `B->A` enabled, `kmirror offsets` without `--flow` (`run` runs both)", 2,
+         "several flows (A->B, B->A); this command works on one flow: choose it with --flow",
+         mm2(MM2_OK + "B->A.enabled = true\n", "--group", "{group}", command="offsets")),
+    Case("mm2-two-flows-one-group", "mm2.properties",
+         "`A->B` and `C->B` enabled with `--group-id G`: both would keep progress in one topic "
+         "on B", 2, "the flows A->B and C->B would share the progress topic",
+         mm2(MM2_OK.replace("clusters = A, B", "clusters = A, B, C")
+             + "C.bootstrap.servers = {source}\nC->B.enabled = true\n", "--group-id", "{group}")),
     Case("mm2-flow-not-enabled", "mm2.properties", "`--flow B->A` when only A->B is enabled", 2,
          "--flow B->A: not an enabled flow", mm2(MM2_OK, "--flow", "B->A")),
     Case("mm2-flow-unknown-alias", "mm2.properties", "`A->C.enabled = true`, C not in clusters",

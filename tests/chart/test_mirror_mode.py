@@ -13,7 +13,8 @@ import pytest
 
 from kmirror.cli.flags import options_from
 from kmirror.cli.main import build_parser
-from kmirror.config.dialects.loader import load_config
+from kmirror.config.dialects.loader import load_config, load_flows
+from kmirror.errors import ConfigError
 from tests.chart import chartlib
 
 pytestmark = pytest.mark.chart
@@ -152,6 +153,29 @@ def test_mm2_mode_arguments_load_in_kmirror(
     assert config.exactly_once
 
 
+def test_mm2_mode_runs_every_flow_of_the_file(
+    helm_template: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Without mm2Config.flow the Deployment runs every enabled flow (east->hub and
+    west->hub into one cluster: MM2's multi-cluster mode); with it, only that flow."""
+    mm2 = tmp_path / "mm2.properties"
+    mm2.write_text(
+        "clusters=east,west,hub\neast.bootstrap.servers=e:9092\nwest.bootstrap.servers=w:9092\n"
+        "hub.bootstrap.servers=h:9092\neast->hub.enabled=true\nwest->hub.enabled=true\n"
+    )
+
+    def flows(values: dict[str, Any]) -> list[str]:
+        args = mirror(helm_template(values))["args"]
+        args = [str(mm2) if a == f"{MM2_DIR}/mm2.properties" else a for a in args]
+        return [c.flow for c in load_flows(options_from(build_parser().parse_args(args)), {})]
+
+    assert flows(mm2_values(metrics={"port": 9555})) == ["east->hub", "west->hub"]
+    assert flows(mm2_values(mm2Config={**MM2_SECRET, "flow": "west->hub"})) == ["west->hub"]
+    # One consumerGroup for both flows into hub would share their progress topic: refused.
+    with pytest.raises(ConfigError, match=r"east->hub and west->hub would share"):
+        flows(mm2_values(consumerGroup="one"))
+
+
 @pytest.mark.parametrize(
     ("values", "messages"),
     [
@@ -250,3 +274,6 @@ def test_mm2_mode_notes_say_where_the_configuration_is() -> None:
     assert "kmirror runs your MirrorMaker 2 configuration (mm2.conf in Secret my-mm2" in notes
     assert "rollout restart deployment/rel-kmirror" in notes
     assert "kmirror mirrors" not in notes  # no clusters from the values to name
+    assert "Secret my-mm2, flow a->b)" in notes
+    every = chartlib.render_notes(mm2_values())
+    assert "Secret my-mm2, every enabled flow)" in every

@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from kmirror.cli.flags import add_config_arguments, options_from
 from kmirror.config.control import token_from
-from kmirror.config.dialects.loader import load_config
+from kmirror.config.dialects.loader import load_flows
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import ClusterError, ConfigError
 
@@ -101,7 +101,9 @@ def _query(args: argparse.Namespace) -> str:
 
 
 def _config(args: argparse.Namespace) -> MirrorConfig:
-    return load_config(options_from(args))
+    """The settings that reach the mirror (port, credentials): the same in each of its flows,
+    so the first one's. The verbs act on every flow, or on --flow's."""
+    return load_flows(options_from(args))[0]
 
 
 def pause(args: argparse.Namespace) -> int:

@@ -1,10 +1,12 @@
 """`kmirror status`: per source partition, how far the mirror is (kmirror.progress.status has
 the columns). Reads only, joins no group.
 
-A running mirror with its control API on knows its positions live (kmirror.app.api's GET
-/status): asked first. When none answers, the columns come from what the mirror persisted at
-its last commit (up to a commit interval old), and stderr says so. With schema mirroring on,
-the subjects behind on the target follow (both registries read, nothing written).
+Every flow the configuration runs is shown under its name (an mm2.properties may enable
+several; --flow picks one). A running mirror with its control API on knows its positions live
+(kmirror.app.api's GET /status): asked first. When none answers, the columns come from what
+the mirror persisted at its last commit (up to a commit interval old), and stderr says so.
+With schema mirroring on, the subjects behind on the target follow (both registries read,
+nothing written).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ import json
 import sys
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 from kmirror.cli.control import UnreachableError, ask
 from kmirror.cli.flags import options_from
-from kmirror.config.dialects.loader import load_config
+from kmirror.config.dialects.loader import load_flows
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import KmirrorError
 from kmirror.progress.status import rows_from_doc, status_doc, status_rows, table
@@ -25,29 +28,45 @@ from kmirror.schemas.check import schema_plan
 
 
 def status(args: argparse.Namespace) -> int:
-    config = load_config(options_from(args))
-    for note in config.notes:
+    flows = load_flows(options_from(args))
+    for note in dict.fromkeys(n for c in flows for n in c.notes):
         print(f"warning: {note}", file=sys.stderr)
-    doc = None
-    if config.control.enabled and not args.persisted:
-        try:
-            docs = ask(config, args, "GET", "/status?flow=" + config.flow)["flows"]
-            doc = docs[0]
-        except UnreachableError as exc:
-            print(f"note: {exc}: showing what the mirror persisted at its last commit",
-                  file=sys.stderr)  # fmt: skip
-    if doc is None:
-        doc = status_doc(config, status_rows(config, args.timeout))
-    if config.schemas is not None:
-        doc = {**doc, "schemas": schema_status(config)}
+    live = _ask_running(flows, args)
+    docs = []
+    for config in flows:
+        doc = live.get(config.flow)
+        if doc is None:
+            doc = status_doc(config, status_rows(config, args.timeout))
+        if config.schemas is not None:
+            doc = {**doc, "schemas": schema_status(config)}
+        docs.append(doc)
     if args.json:
-        print(json.dumps(doc, indent=2))
-    else:
+        print(json.dumps(docs[0] if len(docs) == 1 else {"flows": docs}, indent=2))
+        return 0
+    for config, doc in zip(flows, docs, strict=True):
+        if len(flows) > 1:
+            print(f"flow {config.flow}")
         print(table(rows_from_doc(doc)))
         print(f"total lag {doc['lag']} record(s), group {config.group_id}")
         for line in control_lines(doc.get("control")) + schema_lines(doc.get("schemas")):
             print(line)
     return 0
+
+
+def _ask_running(flows: list[MirrorConfig], args: argparse.Namespace) -> dict[str, Any]:
+    """The running mirror's live status of these flows, by flow name (the process settings,
+    its port and credentials, are the same in every flow); none when it does not answer."""
+    first = flows[0]
+    if not first.control.enabled or args.persisted:
+        return {}
+    query = "/status?flow=" + quote(first.flow) if len(flows) == 1 else "/status"
+    try:
+        docs = ask(first, args, "GET", query)["flows"]
+    except UnreachableError as exc:
+        print(f"note: {exc}: showing what the mirror persisted at its last commit",
+              file=sys.stderr)  # fmt: skip
+        return {}
+    return {d["flow"]: d for d in docs}
 
 
 def schema_status(config: MirrorConfig) -> dict[str, Any]:

@@ -58,6 +58,12 @@ class ClusterConfig:
             ),
         )
 
+    @property
+    def servers(self) -> frozenset[str]:
+        """The bootstrap servers as a set, to tell whether two configurations name the same
+        cluster (order and case do not matter)."""
+        return frozenset(s.strip().lower() for s in self.bootstrap_servers.split(",") if s.strip())
+
     def client_conf(self, role: Role) -> dict[str, ConfValue]:
         """Sealed librdkafka config for one client role (secrets still wrapped)."""
         extra = {"consumer": self.consumer, "producer": self.producer, "admin": self.admin}[role]

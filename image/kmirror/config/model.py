@@ -241,7 +241,7 @@ class MirrorConfig:
         reserved = [self.progress_topic, self.rename.checkpoints_topic]
         if self.dr.emit_heartbeats:
             reserved.append(HEARTBEATS_TOPIC)
-        same = _servers(self.source.bootstrap_servers) == _servers(self.target.bootstrap_servers)
+        same = self.source.servers == self.target.servers
         return check_names(self.topics, self.rename, sources, same_cluster=same, reserved=reserved)
 
     @property
@@ -264,7 +264,3 @@ class MirrorConfig:
 
     def excluded_config(self, name: str) -> bool:
         return any(re.fullmatch(p, name) for p in self.config_excludes)
-
-
-def _servers(bootstrap: str) -> frozenset[str]:
-    return frozenset(s.strip().lower() for s in bootstrap.split(",") if s.strip())

@@ -18,6 +18,7 @@ from kmirror.config import env as envvars
 from kmirror.config.control import ControlSettings
 from kmirror.config.dialects import dr
 from kmirror.config.dialects.acls import acls_from_flags
+from kmirror.config.dialects.flows import check_flows, one_flow
 from kmirror.config.dialects.kudo import load_kudo, load_pair
 from kmirror.config.dialects.log4j import FORMATS, check_level, read_log4j
 from kmirror.config.dialects.mm1 import load_mm1
@@ -32,7 +33,8 @@ from kmirror.errors import ConfigError
 
 _HOW = (
     "give one of: (1) MirrorMaker 1: --consumer.config FILE --producer.config FILE "
-    "--whitelist REGEX; (2) MirrorMaker 2: --mm2.config mm2.properties [--flow A->B]; "
+    "--whitelist REGEX; (2) MirrorMaker 2: --mm2.config mm2.properties (every enabled flow; "
+    "--flow A->B for one); "
     "(3) KUDO: --this-bootstrap-servers, --external-bootstrap-servers and "
     "--external-cluster-type SOURCE|DESTINATION (or the MIRROR_MAKER_* environment variables)"
 )
@@ -51,7 +53,19 @@ def load_config(
     *,
     clusters: tuple[str, str] | None = None,
 ) -> MirrorConfig:
-    """Detect the dialect, build the model, apply the common options, enforce --strict.
+    """The one flow the options configure (load_flows); several (an mm2.properties enabling
+    more than one, without --flow) are refused for the commands that work on one."""
+    return one_flow(load_flows(options, environ, clusters=clusters))
+
+
+def load_flows(
+    options: Options,
+    environ: Mapping[str, str] | None = None,
+    *,
+    clusters: tuple[str, str] | None = None,
+) -> list[MirrorConfig]:
+    """Detect the dialect, build the model of every flow (several only from an mm2.properties),
+    apply the common options, enforce --strict, check the flows can share one process.
 
     `clusters` (source, target bootstrap servers) stands in for a dialect: kmirror-validate's
     --source/--target-bootstrap-servers, with the sides' security from the environment."""
@@ -71,25 +85,32 @@ def load_config(
     if dialect == "mm1":
         if o.new_consumer:
             notes.append("--new.consumer has no effect (kmirror always uses the new consumer)")
-        config = load_mm1(o.consumer_config, o.producer_config, **shared)
+        configs = [load_mm1(o.consumer_config, o.producer_config, **shared)]
     elif dialect == "mm2":
         assert o.mm2_config is not None  # _dialect says so
-        config = load_mm2(o.mm2_config, flow=o.flow, clusters=o.clusters, environ=env)
+        configs = load_mm2(o.mm2_config, flow=o.flow, clusters=o.clusters, environ=env)
         if o.abort_on_send_failure is not None:
-            config = dataclasses.replace(config, abort_on_send_failure=o.abort_on_send_failure)
+            configs = [
+                dataclasses.replace(c, abort_on_send_failure=o.abort_on_send_failure)
+                for c in configs
+            ]
     elif clusters is not None:
-        config = load_pair(*clusters, **shared, environ=env, dialect="direct")
+        configs = [load_pair(*clusters, **shared, environ=env, dialect="direct")]
     else:
-        config = load_kudo(
-            o.this_bootstrap_servers,
-            o.external_bootstrap_servers,
-            o.external_cluster_type,
-            **shared,
-            environ=env,
-        )
-    config = _common(config, o, env, notes)
-    enforce_strict(config.notes, env, o.strict, "--strict")
-    return config
+        configs = [
+            load_kudo(
+                o.this_bootstrap_servers,
+                o.external_bootstrap_servers,
+                o.external_cluster_type,
+                **shared,
+                environ=env,
+            )
+        ]
+    configs = [_common(c, o, env, list(notes)) for c in configs]
+    for config in configs:
+        enforce_strict(config.notes, env, o.strict, "--strict")
+    check_flows(configs)
+    return configs
 
 
 def _dialect(options: Options, env: Mapping[str, str]) -> str:

@@ -1,6 +1,8 @@
 """MirrorMaker 2 dialect: an `mm2.properties` file (connect-mirror-maker.sh's input).
 
-kmirror runs exactly one replication flow `A->B` of the file. What it takes from the file:
+kmirror runs every enabled replication flow `A->B` of the file in one process, like MM2's
+multi-cluster mode (kmirror.config.dialects.flows: which flows, --flow / --clusters, what they
+must share). What it takes from the file, per flow:
 
 * `clusters`, `<alias>.bootstrap.servers`, `<alias>.<client setting>`, and the `consumer.` /
   `producer.` / `admin.` prefixes at top level, per cluster and (consumer/producer) per flow.
@@ -35,6 +37,7 @@ environment with a note. Any other provider is an error: render the file first.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -43,6 +46,7 @@ from typing import Literal, cast
 from kmirror.config.dialects.acls import MM2_KEYS as ACL_KEYS
 from kmirror.config.dialects.acls import acls_from_mm2
 from kmirror.config.dialects.dr import DR_SETTINGS, dr_from_mm2
+from kmirror.config.dialects.flows import pick_flows
 from kmirror.config.dialects.properties import load_properties
 from kmirror.config.dialects.providers import resolve_placeholders
 from kmirror.config.dialects.schemas import MM2_FLOW_SETTINGS, is_mm2_cluster_key, schemas_from_mm2
@@ -121,9 +125,10 @@ def load_mm2(
     flow: str | None = None,
     clusters: str | None = None,
     environ: Mapping[str, str] | None = None,
-) -> MirrorConfig:
-    """Load one flow of an mm2.properties file. `flow` ("A->B", --flow) or `clusters`
-    (MM2's --clusters: target aliases) choose among several enabled flows."""
+) -> list[MirrorConfig]:
+    """Every enabled flow of an mm2.properties file, in the order of `clusters=` (several run
+    in one process: kmirror.config.dialects.flows). `flow` ("A->B", --flow) picks one;
+    `clusters` (MM2's --clusters: target aliases) keeps the flows into those clusters."""
     env = os.environ if environ is None else environ
     notes: list[str] = []
     props = resolve_placeholders(load_properties(path), path, env, notes)
@@ -133,23 +138,46 @@ def load_mm2(
             f"{path}: clusters= must list at least two cluster aliases "
             "(e.g. clusters=source, target)"
         )
-    src, dst = _pick_flow(props, aliases, path, flow, clusters)
+    pairs = pick_flows(props, aliases, path, flow, clusters)
+    # `<alias>.schema.registry.*`: the cluster's schema registry, not a client setting.
+    registries = {
+        key: props.pop(key) for key in [k for k in props if is_mm2_cluster_key(k.partition(".")[2])]
+    }
+    built = [_load_flow(props, registries, aliases, pair, path, notes) for pair in pairs]
+    # A key another flow of this run uses is not unused.
+    unused = set.intersection(*(u for _, u in built))
+    if not unused:
+        return [c for c, _ in built]
+    which = f"the flow {built[0][0].flow}" if len(built) == 1 else "any of the flows run"
+    note = f"{path}: settings not used by {which}: {', '.join(sorted(unused))}"
+    return [dataclasses.replace(c, notes=(*c.notes, note)) for c, _ in built]
+
+
+def _load_flow(
+    props: Mapping[str, str],
+    registries: Mapping[str, str],
+    aliases: list[str],
+    flow: tuple[str, str],
+    path: str,
+    file_notes: list[str],
+) -> tuple[MirrorConfig, set[str]]:
+    """One flow's configuration, and the keys of the file it did not use."""
+    src, dst = flow
     pair = f"{src}->{dst}"
+    notes = list(file_notes)
 
     def setting(name: str, default: str | None = None) -> str | None:
         return props.get(f"{pair}.{name}", props.get(name, default))
 
-    # `<alias>.schema.registry.*`: the cluster's schema registry, not a client setting.
-    registries: dict[str, dict[str, str]] = {"source": {}, "target": {}}
-    for key in [k for k in props if is_mm2_cluster_key(k.partition(".")[2])]:
+    sides: dict[str, dict[str, str]] = {"source": {}, "target": {}}
+    for key, value in registries.items():
         alias, _, rest = key.partition(".")
-        value = props.pop(key)
-        if alias in (src, dst):
-            registries["source" if alias == src else "target"][rest] = value
+        if alias in flow:
+            sides["source" if alias == src else "target"][rest] = value
     unused: list[str] = []
     skipped: list[str] = []
     layers: dict[tuple[str, str], dict[str, str]] = {
-        (a, r): {} for a in (src, dst) for r in ("common", "consumer", "producer", "admin")
+        (a, r): {} for a in flow for r in ("common", "consumer", "producer", "admin")
     }
     # Specific beats general: apply top-level, then per-cluster, then per-flow keys.
     for key, value in sorted(props.items(), key=lambda kv: _rank(kv[0], aliases)):
@@ -157,7 +185,7 @@ def load_mm2(
             key,
             value,
             aliases=aliases,
-            flow=(src, dst),
+            flow=flow,
             layers=layers,
             unused=unused,
             skipped=skipped,
@@ -189,8 +217,6 @@ def load_mm2(
             f"{path}: mm2.properties settings not implemented by kmirror: "
             f"{', '.join(sorted(set(skipped)))}"
         )
-    if unused:
-        notes.append(f"{path}: settings not used by the flow {pair}: {', '.join(sorted(unused))}")
     return MirrorConfig(
         source=source,
         target=target,
@@ -229,9 +255,9 @@ def load_mm2(
         dialect="mm2",
         dr=dr_from_mm2(setting),
         acls=acls_from_mm2(setting, path),
-        schemas=schemas_from_mm2(registries, setting, path),
+        schemas=schemas_from_mm2(sides, setting, path),
         notes=tuple(notes),
-    )
+    ), set(unused)
 
 
 # KIP-618: the worker's exactly.once.source.support (enabled; preparing is the rolling-upgrade
@@ -339,44 +365,3 @@ def _cluster(
     # MM2's source consumer starts new partitions at the beginning; so do we.
     start = parts["consumer"].start_policy or common.start_policy or "earliest"
     return cluster, parts["consumer"].group_id, start
-
-
-def _pick_flow(
-    props: Mapping[str, str],
-    aliases: list[str],
-    path: str,
-    flow: str | None,
-    clusters: str | None,
-) -> tuple[str, str]:
-    enabled = [
-        (a, b)
-        for a in aliases
-        for b in aliases
-        if a != b and parse_bool(props.get(f"{a}->{b}.enabled", "false"), f"{a}->{b}.enabled")
-    ]
-    for key in props:
-        head = key.split(".", 1)[0]
-        if "->" in head and key.endswith(".enabled") and not set(head.split("->")) <= set(aliases):
-            raise ConfigError(
-                f"{path}: {key} names a cluster that is not in clusters={','.join(aliases)}"
-            )
-    names = ", ".join(f"{a}->{b}" for a, b in enabled) or "none"
-    if flow:
-        src, _, dst = (p.strip() for p in flow.partition("->"))
-        if (src, dst) not in enabled:
-            raise ConfigError(f"--flow {flow}: not an enabled flow of {path} (enabled: {names})")
-        return src, dst
-    if clusters:
-        wanted = set(split_patterns(clusters))
-        enabled = [(a, b) for a, b in enabled if b in wanted]
-    if not enabled:
-        raise ConfigError(
-            f"{path}: no replication flow is enabled: set e.g. "
-            f"{aliases[0]}->{aliases[1]}.enabled=true"
-        )
-    if len(enabled) > 1:
-        raise ConfigError(
-            f"{path} enables several flows ({names}); kmirror runs one per "
-            "process: choose with --flow A->B"
-        )
-    return enabled[0]

@@ -112,11 +112,11 @@ class Options:
         dialect="mm2",
     )  # fmt: skip
     clusters: str | None = _opt(
-        "--clusters", "MM2: run the flow that targets these cluster aliases", "ALIAS,...",
+        "--clusters", "MM2: run only the flows into these cluster aliases", "ALIAS,...",
         dialect="mm2",
     )  # fmt: skip
     flow: str | None = _opt(
-        "--flow", "MM2: the flow to run, A->B, when several are enabled", "A->B", dialect="mm2"
+        "--flow", "MM2: run only this flow (default: every enabled flow)", "A->B", dialect="mm2"
     )
     # KUDO
     this_bootstrap_servers: str | None = _opt(

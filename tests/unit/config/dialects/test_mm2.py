@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from kmirror.config.describe import describe
-from kmirror.config.dialects.mm2 import load_mm2
+from kmirror.config.dialects.flows import one_flow
+from kmirror.config.dialects.mm2 import load_mm2 as load_flows
+from kmirror.config.model import MirrorConfig
 from kmirror.config.secret import Secret
 from kmirror.errors import ConfigError
 from tests.unit.config.conftest import load, seed
@@ -13,6 +16,13 @@ from tests.unit.config.conftest import load, seed
 pytestmark = pytest.mark.unit
 
 Write = Callable[[str, str], str]
+
+
+def load_mm2(path: str, **kwargs: Any) -> MirrorConfig:
+    """The file's one flow (most tests here configure one)."""
+    return one_flow(load_flows(path, **kwargs))
+
+
 BASE = (
     "clusters=a, b, c\na.bootstrap.servers=a:1\nb.bootstrap.servers=b:1\nc.bootstrap.servers=c:1\n"
 )
@@ -90,6 +100,8 @@ def test_flow_selection(write: Write) -> None:
     path = write(
         "mm2.properties", BASE + "a->b.enabled=true\nc->b.enabled=true\na->c.enabled=false\n"
     )
+    # Every enabled flow, in the order of clusters= (MM2's multi-cluster mode).
+    assert [c.flow for c in load_flows(path, environ={})] == ["a->b", "c->b"]
     with pytest.raises(ConfigError, match=r"several flows \(a->b, c->b\).*--flow"):
         load_mm2(path, environ={})
     assert load_mm2(path, flow="c->b", environ={}).source.alias == "c"
@@ -97,6 +109,31 @@ def test_flow_selection(write: Write) -> None:
         load_mm2(path, flow="a->c", environ={})
     single = write("one.properties", BASE + "a->b.enabled=true\nb->c.enabled=true\n")
     assert load_mm2(single, clusters="c", environ={}).target.alias == "c"
+    assert [c.flow for c in load_flows(single, clusters="b, c", environ={})] == ["a->b", "b->c"]
+    with pytest.raises(ConfigError, match=r"--clusters a: no enabled flow .* targets"):
+        load_flows(single, clusters="a", environ={})
+    with pytest.raises(ConfigError, match=r"--clusters z: z not in clusters=a,b,c"):
+        load_flows(single, clusters="z", environ={})
+
+
+def test_several_flows_each_with_its_own_settings(write: Write) -> None:
+    """A->C and B->C: per-cluster client settings, per-flow settings and groups go to their
+    flow; a key one flow does not use but the other does is no warning."""
+    path = write(
+        "mm2.properties",
+        BASE + "a->c.enabled=true\nb->c.enabled=true\ntopics=orders.*\nb->c.topics=events\n"
+        "a.client.id=from-a\nb->c.kmirror.throttle=backlog.bytes=1000\nc.client.id=into-c\n",
+    )
+    a, b = load_flows(path, environ={})
+    assert (a.flow, b.flow) == ("a->c", "b->c")
+    assert a.topics.include == ("orders.*",) and b.topics.include == ("events",)
+    assert a.source.common["client.id"] == "from-a" and "client.id" not in b.source.common
+    assert a.target.common["client.id"] == b.target.common["client.id"] == "into-c"
+    assert (a.group_id, b.group_id) == ("kmirror-a-c", "kmirror-b-c")
+    assert a.progress_topic != b.progress_topic
+    assert a.target_topic("t") == "a.t" and b.target_topic("t") == "b.t"
+    assert a.throttle != b.throttle
+    assert not any("not used by" in n for n in (*a.notes, *b.notes))
 
 
 def test_no_enabled_flow(write: Write) -> None:
