@@ -54,16 +54,17 @@ lint: venv ## ruff lint + format check, hadolint on the Containerfiles (any find
 typecheck: venv ## mypy --strict on both packages
 	$(VENV)/bin/mypy
 
-# Everything but the long fault variants (make test-faults); the short fault scenarios, the
-# benchmark smoke run (make bench-smoke) and the live-Kubernetes suite are in. For that suite
+# Everything but the long tier (make test-faults: the full fault suite and the other minute-long
+# runs) and the benchmark smoke run (make bench-smoke); the short fault scenarios and the
+# live-Kubernetes suite are in. For that suite
 # (root) pytest starts the Kubernetes build in the background under nice -n 19 as soon as it has
 # collected, runs the k8s tests last, and they wait for the build (tests/k8s/prebuild.py; times
 # in docs/kubernetes.md). K8S=0 leaves it out (a machine that cannot run Kubernetes).
 K8S ?= 1
 ifeq ($(K8S),1)
-TEST_MARKERS ?= not slow
+TEST_MARKERS ?= not slow and not bench
 else
-TEST_MARKERS ?= not slow and not k8s
+TEST_MARKERS ?= not slow and not bench and not k8s
 endif
 
 test: setup lint typecheck ## The suite: lint, types, unit, integration, bad input, chart, image, spark, security, short faults, helm on a live Kubernetes (K8S=0: without)
@@ -87,7 +88,7 @@ chart-docs-tool: ## Bitnami readme-generator-for-helm, pinned by scripts/chart-d
 chart-docs: ## Regenerate the Parameters section of chart/kmirror/README.md from values.yaml (readme-generator-for-helm)
 	scripts/chart-docs
 
-test-faults: setup ## The full fault-injection suite (30 kills, 5 broker restarts, 2-minute outage; long)
+test-faults: setup ## The long tier: the full fault-injection suite (30 kills, 5 broker restarts, 2-minute outage) and the other minute-long runs
 	KMIRROR_FAULTS=full $(PYTEST) -m slow $(PYTEST_ARGS)
 
 test-faults-short: setup ## The short fault scenarios make test runs, on their own
@@ -137,10 +138,11 @@ bench-validate: setup ## Validation speed: digest mode over 2 M records per side
 	$(PY) scripts/bench_validate.py --json-out bench/results/validate.json; rc=$$?; \
 	  $(PY) scripts/kafka-local down; exit $$rc
 
-bench-dr: setup ## Failover comparison on the local clusters: records re-read after a failover, kmirror vs MM2
-	$(PY) -m scripts.bench.dr_failover
+bench-dr: setup ## Failover and failback, kmirror vs MM2, on two clusters of its own: records read again or never (about 10 min)
+	@mkdir -p bench/results
+	$(PY) -m scripts.bench.dr_failover --json-out bench/results/dr.json
 
-bench-smoke: setup ## Small backlogs through every contender, ceiling and phase, checked by pytest (part of make test)
+bench-smoke: setup ## Small backlogs through every contender, ceiling and phase, checked by pytest (about 2 min)
 	$(PYTEST) -m bench $(PYTEST_ARGS)
 
 clean: ## Remove the venv and build leftovers (the cache stays)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from scripts import kafkalocal
+from tests.aclclusters import acl_clusters  # noqa: F401 - session fixture
 from tests.k8s import prebuild
 from tests.kafkatools import Clusters, create_topic, delete_topic, unique
 from tests.schemaregistry import schema_registries  # noqa: F401 - session fixture

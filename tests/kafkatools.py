@@ -402,12 +402,13 @@ COMPACTED = {
 
 
 def compacted_source(bootstrap: str, make_topic: Callable[..., str]) -> str:
-    """A compacted topic whose log was compacted: 100 keys never written again (whole batches
-    compaction leaves as they are), then keys repeated within batches (compaction leaves gaps
-    inside them). Returns its name once the cleaner has run (the local clusters compact within
-    seconds)."""
+    """A compacted topic whose log was compacted: 100 keys never written again, in batches of
+    5 records (whole batches compaction leaves as they are, small enough to be merged), then
+    keys repeated within batches (compaction leaves gaps inside them). Returns its name once
+    the cleaner has run (the local clusters compact within seconds)."""
     topic = make_topic(bootstrap, config=COMPACTED)
-    produce(bootstrap, topic, [{"key": b"u%d" % i, "value": b"u"} for i in range(100)])
+    small = {"linger.ms": 0, "batch.num.messages": 5}
+    produce(bootstrap, topic, [{"key": b"u%d" % i, "value": b"u"} for i in range(100)], **small)
     for rnd in range(4):
         rows = [{"key": b"k%d" % (i % 40), "value": b"r%d-%d" % (rnd, i)} for i in range(200)]
         produce(bootstrap, topic, rows, **{"enable.idempotence": False})

@@ -7,6 +7,7 @@ The process handling and the MirrorMaker 1 files are shared with the benchmark
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -75,10 +76,38 @@ def _file_after(args: list[str], flag: str) -> str:
         return ""
 
 
-def free_port() -> int:
+# Consumer settings for a test that kills a mirror with SIGKILL and starts another in its group:
+# the dead member holds its partitions for session.timeout.ms (Java and librdkafka default 45 s;
+# the broker's minimum is 6 s), so the restart gets them within seconds instead of 45.
+QUICK_REJOIN: dict[str, object] = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000}
+
+
+# Ports handed to servers the tests start (registries, metrics, Spark, Toxiproxy) come from
+# below the kernel's ephemeral range (32768-60999 here): a port the kernel picked for us there can
+# be given to any outgoing connection (a Kafka client's, the JVM's) before the server binds it,
+# which once failed CI's run with "Address already in use". Fixed test ports (clusters 16092-31393,
+# registries 18081/28081) lie outside this window.
+_PORT_WINDOW = range(11000, 13000)
+
+
+def free_port(count: int = 1) -> int:
+    """The first of `count` consecutive ports nobody listens on, from a window no fixed test port
+    and no outgoing connection uses (servers such as Apicurio also bind the port after theirs)."""
+    rng = random.Random()
+    for _ in range(200):
+        first = rng.randrange(_PORT_WINDOW.start, _PORT_WINDOW.stop - count)
+        if all(_bindable(p) for p in range(first, first + count)):
+            return first
+    raise RuntimeError(f"no {count} free consecutive ports in {_PORT_WINDOW}")
+
+
+def _bindable(port: int) -> bool:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def mirror_args(

@@ -17,8 +17,11 @@ The broker reads PEM files (ssl.keystore.type=PEM, ssl.truststore.type=PEM). SCR
 created through the Admin API on the PLAINTEXT listener once the broker runs (KRaft keeps them
 in its metadata log, as `kafka-storage format --add-scram` would).
 
-P is KMIRROR_SECURE_PORT (default 39092), the cluster name KMIRROR_SECURE_NAME (default
-kmirror-secure), so that concurrent sessions can use their own.
+P is KMIRROR_SECURE_PORT (default 16092), the cluster name KMIRROR_SECURE_NAME (default
+kmirror-secure), so that concurrent sessions can use their own. Fixed ports stay below Linux's
+ephemeral range (32768-60999): there a client's outgoing connection may hold the port when the
+broker binds it ("Address already in use"; the ACL pair's earlier 37192 failed so in a
+clean-clone run).
 """
 
 from __future__ import annotations
@@ -200,7 +203,7 @@ def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureC
     """The SASL_SSL/mTLS cluster (started on first use, stopped and wiped at session end)."""
     from scripts import kafkalocal as kl
 
-    port = int(os.environ.get("KMIRROR_SECURE_PORT", "39092"))
+    port = int(os.environ.get("KMIRROR_SECURE_PORT", "16092"))
     name = os.environ.get("KMIRROR_SECURE_NAME", "kmirror-secure")
     pki = Pki.create(tmp_path_factory.mktemp("pki"))
     # mTLS client "keystore" in Java's PEM form: key and certificate in one file.

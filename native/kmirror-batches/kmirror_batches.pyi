@@ -44,6 +44,9 @@ class Merged:
     def plain_values(self) -> int:
         """Non-null values not in the Confluent wire format (copied unchanged)."""
     @property
+    def plain_records(self) -> int:
+        """Records whose key and value are both not in the wire format (null counts as not)."""
+    @property
     def unmapped(self) -> list[int]:
         """Source schema IDs with no mapping: nothing was built, map them and merge again."""
 

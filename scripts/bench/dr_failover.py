@@ -1,20 +1,32 @@
-"""Failover comparison: how many records a consumer group reads twice after a failover, with
-kmirror's exact checkpoints and with Apache MirrorMaker 2's (checkpoints + group offset sync,
-MM2's defaults otherwise: offset.lag.max=100), on the same clusters and the same workload.
+"""Failover and failback comparison: how many records a consumer group reads twice (or never)
+when it moves to the target and back, with kmirror's exact translation and with Apache
+MirrorMaker 2's (checkpoints + group offset sync, MM2's defaults otherwise: offset.lag.max=100),
+on the same clusters and the same workload.
 
-    python -m scripts.bench.dr_failover [--source B] [--target B] [--records N]
+    python -m scripts.bench.dr_failover [--records N] [--source B --target B]
 
-Per contender: a fresh 3-partition topic with N unique records; a group reads a third of them
-on the source and commits; the mirror runs with group offset sync every second until the
-group's offsets on the target are synced and stable; the mirror stops; a consumer with the same
-group on the target reads to the end. Counted: records read again (already consumed on the
-source) and records never read. Results: docs/disaster-recovery.md.
+Like `make bench` it starts two clusters of its own (kafka-local `drbench-src`/`drbench-tgt`
+on ports 19692/29692, not the shared pair) and stops and wipes them at the end; `--source` and
+`--target` use running clusters instead.
+
+Per contender, a fresh 3-partition topic with N unique records on A:
+1. the group reads the first third of every partition on A and commits;
+2. the mirror runs with group offset sync every second until the group's offsets on B are synced
+   and stable, then stops (failover: the group's offsets on B are the tool's translation);
+3. the group reads on B up to two thirds of every partition and commits;
+4. failback: kmirror moves the group back with `kmirror failback` (exact, from the progress
+   book); MM2 has no failback translation (reverse checkpointing, KIP-1098, is a proposal): its
+   users get the group's offsets on A as they were (a third);
+5. the group reads on A to the end.
+Counted per move: records read again (already consumed) and records never read.
+Results: docs/disaster-recovery.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -25,12 +37,15 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+from scripts import kafkalocal
 from scripts.bench import kafkaio
 from scripts.bench.contenders import MM2_LOG4J2, MM2_MAIN, REPO_ROOT, mm2_jar_dir, mm2_properties
 from scripts.bench.procs import Tree
-from scripts.kafkalocal import java_bin
+from scripts.kmirrorproc import KMIRROR, run_to_end, write_properties
 
 PARTITIONS = 3
+CLUSTERS = (("drbench-src", 19692), ("drbench-tgt", 29692))
+CLUSTER_START_TIMEOUT_S = 240.0
 SYNC = {
     "emit.checkpoints.enabled": "true",
     "emit.checkpoints.interval.seconds": "1",
@@ -39,6 +54,7 @@ SYNC = {
     "refresh.groups.interval.seconds": "1",
     "emit.offset-syncs.enabled": "true",
 }
+Stops = dict[int, int] | None  # per partition: read up to this offset; None: to the end
 
 
 def _consumer(bootstrap: str, group: str) -> Consumer:
@@ -48,20 +64,20 @@ def _consumer(bootstrap: str, group: str) -> Consumer:
     return Consumer(conf)
 
 
-def read(bootstrap: str, topic: str, group: str, per_partition: int | None) -> list[bytes]:
-    """A real group member. With `per_partition`: process that many records of every partition
-    one by one, commit what was processed, leave (an application stopped part-way). Without:
-    read from the group's committed offsets to the end, commit nothing."""
+def read(bootstrap: str, topic: str, group: str, stops: Stops) -> list[bytes]:
+    """A real group member from the group's committed offsets. With `stops`: process every
+    record before stops[p] one by one, commit the stops and leave (an application stopped
+    part-way). Without: read to the end, commit nothing."""
     c = _consumer(bootstrap, group)
     seen: list[bytes] = []
     eof: set[int] = set()
-    done: dict[int, int] = {}
-    last: dict[int, int] = {}
+    position: dict[int, int] = {}
+    first: dict[int, int] = {}  # the first offset read per partition (the group's start)
 
     def finished() -> bool:
-        if per_partition is None:
+        if stops is None:
             return len(eof) == PARTITIONS
-        return len(done) == PARTITIONS and min(done.values()) >= per_partition
+        return all(position.get(p, -1) >= s or p in eof for p, s in stops.items())
 
     try:
         c.subscribe([topic])
@@ -75,13 +91,14 @@ def read(bootstrap: str, topic: str, group: str, per_partition: int | None) -> l
                 if err.code() == err._PARTITION_EOF:
                     eof.add(p)
                 continue
-            if per_partition is None or done.get(p, 0) < per_partition:
+            offset = int(msg.offset() or 0)
+            if stops is None or offset < stops[p]:
                 seen.append(msg.value() or b"")
-                done[p] = done.get(p, 0) + 1
-                last[p] = int(msg.offset() or 0)
-        if per_partition is not None:
-            c.commit(offsets=[TopicPartition(topic, p, o + 1) for p, o in last.items()],
-                     asynchronous=False)  # fmt: skip
+            first.setdefault(p, offset)
+            position[p] = max(position.get(p, 0), offset + 1)
+        if stops is not None:  # never backwards: a group that started past its stop stays
+            c.commit(offsets=[TopicPartition(topic, p, max(o, first.get(p, o)))
+                              for p, o in stops.items()], asynchronous=False)  # fmt: skip
     finally:
         c.close()
     return seen
@@ -111,7 +128,7 @@ def wait_stable(probe: Callable[[], dict[int, int]], timeout: float = 180.0) -> 
     raise RuntimeError(f"group offsets on the target never settled: {last}")
 
 
-def kmirror_cmd(work: Path, source: str, target: str, topic: str, alias: str) -> list[str]:
+def kmirror_props(work: Path, source: str, target: str, topic: str, alias: str) -> Path:
     props = {
         "clusters": f"{alias}, tgt", f"{alias}.bootstrap.servers": source,
         "tgt.bootstrap.servers": target, f"{alias}->tgt.enabled": "true",
@@ -119,22 +136,36 @@ def kmirror_cmd(work: Path, source: str, target: str, topic: str, alias: str) ->
         "replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
         "emit.heartbeats.enabled": "false", "offset.flush.interval.ms": "1000", **SYNC,
     }  # fmt: skip
-    path = work / "kmirror-mm2.properties"
-    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    return [sys.executable, "-m", "kmirror.cli.main", "run", "--mm2-config", str(path),
-            "--metrics-port", "0"]  # fmt: skip
+    return write_properties(work / f"kmirror-{alias}.properties", props)
+
+
+def kmirror_cmd(work: Path, source: str, target: str, topic: str, alias: str) -> list[str]:
+    path = kmirror_props(work, source, target, topic, alias)
+    return [*KMIRROR, "run", "--mm2-config", str(path), "--metrics-port", "0"]
 
 
 def mm2_cmd(work: Path, source: str, target: str, topic: str, alias: str) -> list[str]:
     props = mm2_properties(alias, "tgt", source, target, [topic], 1)
     props.update(SYNC)
     props["checkpoints.topic.replication.factor"] = "1"
-    path = work / "mm2.properties"
-    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    path = write_properties(work / "mm2.properties", props)
     log4j = work / "log4j2.properties"
     log4j.write_text(MM2_LOG4J2)
-    return [java_bin(), "-Xmx1g", f"-Dlog4j2.configurationFile={log4j}", "-cp",
+    return [kafkalocal.java_bin(), "-Xmx1g", f"-Dlog4j2.configurationFile={log4j}", "-cp",
             f"{mm2_jar_dir()}/*", MM2_MAIN, str(path)]  # fmt: skip
+
+
+def failback(name: str, work: Path, src: str, tgt: str, topic: str, alias: str, group: str) -> str:
+    """Move the group back to A the way each tool's users can: kmirror's exact failback; MM2
+    has none, its users find the group's offsets on A as they left them."""
+    if name != "kmirror":
+        return "none (MM2 has no failback translation)"
+    path = kmirror_props(work, src, tgt, topic, alias)
+    res = run_to_end([*KMIRROR, "failback", "--mm2-config", str(path), "--group", group],
+                     dict(os.environ), 120)  # fmt: skip
+    if res.returncode != 0:
+        raise RuntimeError(f"kmirror failback failed: {res.stderr}")
+    return res.stdout.strip()
 
 
 def run_one(name: str, source: str, target: str, records: int, work: Path) -> dict[str, Any]:
@@ -151,7 +182,8 @@ def run_one(name: str, source: str, target: str, records: int, work: Path) -> di
             except BufferError:
                 p.poll(0.1)
     assert p.flush(60) == 0
-    consumed = read(source, topic, group, records // PARTITIONS // 3)
+    per = {q: len(range(q, records, PARTITIONS)) for q in range(PARTITIONS)}
+    on_a = read(source, topic, group, {q: n // 3 for q, n in per.items()})
     build = kmirror_cmd if name == "kmirror" else mm2_cmd
     tree = Tree(build(work, source, target, topic, alias), work / f"{name}.log", cwd=REPO_ROOT)
     try:
@@ -164,34 +196,64 @@ def run_one(name: str, source: str, target: str, records: int, work: Path) -> di
         synced = wait_stable(lambda: committed(target, group, topic))
     finally:
         tree.stop()
-    rest = read(target, topic, group, None)
-    again = len(set(consumed) & set(rest))
-    missing = len(set(values) - set(consumed) - set(rest))
-    return {"contender": name, "records": records, "consumed_on_source": len(consumed),
-            "source_committed": committed(source, group, topic), "target_synced": synced,
-            "read_again": again, "missing": missing, "topic": topic}  # fmt: skip
+    # Records are produced in order, one partition after the other: value i is offset i // 3
+    # of partition i % 3, on A and on B (a fresh topic, one writer).
+    two_thirds = {q: 2 * n // 3 for q, n in per.items()}
+    on_b = read(target, topic, group, two_thirds)
+    before_b = {v for i, v in enumerate(values) if i // PARTITIONS < two_thirds[i % PARTITIONS]}
+    how = failback(name, work, source, target, topic, alias, group)
+    back_at = committed(source, group, topic)
+    rest = read(source, topic, group, None)
+    seen = set(on_a) | set(on_b)
+    return {"contender": name, "records": records, "consumed_on_source": len(on_a),
+            "source_committed": {q: n // 3 for q, n in per.items()}, "target_synced": synced,
+            "failover_read_again": len(set(on_a) & set(on_b)),
+            "failover_missing": len(before_b - seen), "consumed_on_target": len(on_b),
+            "target_committed": two_thirds, "failback": how, "source_after_failback": back_at,
+            "failback_read_again": len(set(rest) & seen),
+            "failback_missing": len(set(values) - seen - set(rest)),
+            "topic": topic}  # fmt: skip
+
+
+def clusters_up() -> tuple[str, str]:
+    names = [n for n, _ in CLUSTERS]
+    leftovers = [n for n in names if n in kafkalocal.known_clusters()]
+    if leftovers:
+        kafkalocal.down(leftovers, keep=False)  # an interrupted run's: stopped and wiped
+    specs = [kafkalocal.ClusterSpec(n, port) for n, port in CLUSTERS]
+    kafkalocal.up(specs, fresh=True, timeout=CLUSTER_START_TIMEOUT_S)
+    return specs[0].bootstrap, specs[1].bootstrap
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--source", default="127.0.0.1:19092")
-    ap.add_argument("--target", default="127.0.0.1:29092")
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--source", help="a running source cluster (default: start drbench-src)")
+    ap.add_argument("--target", help="a running target cluster (default: start drbench-tgt)")
     ap.add_argument("--records", type=int, default=30_000)
     ap.add_argument("--contenders", default="kmirror,mm2", help="comma list: kmirror, mm2")
     ap.add_argument("--json-out", type=Path)
     args = ap.parse_args(argv)
+    if bool(args.source) != bool(args.target):
+        ap.error("give both --source and --target, or neither (the bench starts its own)")
     work = Path(tempfile.mkdtemp(prefix="kmirror-drbench-"))
-    results = [
-        run_one(n, args.source, args.target, args.records, work) for n in args.contenders.split(",")
-    ]
+    own = not args.source
+    try:
+        source, target = clusters_up() if own else (args.source, args.target)
+        results = [run_one(n, source, target, args.records, work)
+                   for n in args.contenders.split(",")]  # fmt: skip
+    finally:
+        if own:
+            kafkalocal.down([n for n, _ in CLUSTERS], keep=False)
     for r in results:
-        print(f"{r['contender']:8} read again {r['read_again']:6}  missing {r['missing']:3}  "
-              f"source committed {r['source_committed']}  "
-              f"target synced {r['target_synced']}")  # fmt: skip
+        print(f"{r['contender']:8} failover: read again {r['failover_read_again']:6}  missing "
+              f"{r['failover_missing']:3}   failback: read again {r['failback_read_again']:6}  "
+              f"missing {r['failback_missing']:3}   target synced {r['target_synced']}  "
+              f"source after failback {r['source_after_failback']}")  # fmt: skip
     if args.json_out:
         args.json_out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"logs: {work}", file=sys.stderr)
-    return 0 if all(r["missing"] == 0 for r in results) else 1
+    ok = all(r["failover_missing"] == 0 and r["failback_missing"] == 0 for r in results)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

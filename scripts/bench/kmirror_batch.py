@@ -15,10 +15,10 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from types import FrameType
 
 from confluent_kafka import Consumer, TopicPartition
 
+from kmirror.app.lifeline import stop_on_signals
 from kmirror.config.dialects.mm1 import load_mm1
 from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.progress.book import ProgressBook
@@ -48,11 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = load_mm1(args.consumer, args.producer, whitelist=args.whitelist)
     stop = threading.Event()
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop_on_signals(stop, signal.SIGTERM, signal.SIGINT)  # no lock in a signal handler
     source = config.admin_conf("source")
     consumer = Consumer({**source, "group.id": "kmirror-batch-bench"})
     try:

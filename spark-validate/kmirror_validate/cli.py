@@ -54,8 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = parser.add_argument_group("validation")
     v.add_argument("--topics", metavar="REGEX",
-                   help="validate these topics (regex or comma list, source names); default: "
-                   "the mirror's topic selection")  # fmt: skip
+                   help="validate these topics (regex or comma list of source names, or of their "
+                   "target names through the mirror's topic mapping); default: the mirror's "
+                   "topic selection")  # fmt: skip
     v.add_argument("--mode", choices=("count", "digest", "sample"), default="digest",
                    help="count: record counts only; digest (default): every record; sample: "
                    "a content-chosen fraction of the records")  # fmt: skip

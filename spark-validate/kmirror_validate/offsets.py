@@ -88,12 +88,18 @@ def resolve_topics(
     selection: TopicSelection | None = None,
 ) -> list[TopicPlan]:
     """Source topics matching the selection (default: the mirror's), each with its target
-    name through the mirror's rename policy and the target's partition count (None: missing)."""
+    name through the mirror's topic mapping and the target's partition count (None: missing).
+    A given selection (--topics) may name either side: a mirrored topic whose target name
+    matches it is validated too (`--topics shop.orders.v2` finds `orders`)."""
     # MM2's heartbeats topics cross with the data (config.topics.always) but are live
     # bookkeeping, not the user's records: not validated unless named with --topics.
-    selection = selection or replace(config.topics, always=())
     src = source.topics()
-    names = selection.select(set(src))
+    names = (selection or replace(config.topics, always=())).select(set(src))
+    if selection is not None:
+        mirrored = config.topics.select(set(src))
+        by_target = [s for s in mirrored if selection.matches(config.target_topic(s))]
+        names = sorted(set(names) | set(by_target))
+    selection = selection or config.topics
     if not names:
         raise TopicError(
             f"no source topic at {source.bootstrap} matches include={list(selection.include)} "

@@ -230,6 +230,13 @@ CASES: list[Case] = [
     Case("rename-policy-typo", "flags", "`--rename-policy prefixed`", 2,
          "--rename-policy must be identity or prefix",
          mm1(None, None, "--rename-policy", "prefixed")),
+    Case("acl-scope-typo", "flags", "`--sync-topic-acls true --acl-scope all`", 2,
+         "--acl-scope must be mm2 or full, not 'all'",
+         mm1(None, None, "--sync-topic-acls", "true", "--acl-scope", "all")),
+    Case("acl-principal-format", "flags", "`--acl-principal-map 'alice -> User:alice'` (no "
+         "principal type)", 2, "'alice' is not a Kafka principal: write Type:name",
+         mm1(None, None, "--sync-topic-acls", "true", "--acl-principal-map",
+             "alice -> User:alice")),
     Case("message-handler", "flags", "`--message.handler com.example.Handler` (a Java class)", 2,
          "MirrorMaker handlers and listeners are Java classes",
          mm1(None, None, "--message.handler", "com.example.Handler")),
@@ -448,6 +455,9 @@ CASES: list[Case] = [
     # ------------------------------------------------------------------ clusters and topics
     Case("selection-matches-nothing", "clusters", "`kmirror check --whitelist 'no-such-.*'`", 2,
          "no source topic matches", mm1(command="check", whitelist="no-such-topic-{group}.*")),
+    Case("acl-sync-no-authorizer", "clusters", "`--sync-topic-acls true` and a target "
+         "without an authorizer (`run`)", 2, "has no authorizer",
+         mm1(None, None, "--sync-topic-acls", "true")),
     Case("target-fewer-partitions", "clusters", "target topic exists with fewer partitions "
          "(`run`)", 2, "has 1 partitions but source topic", mm1(),
          setup="target-fewer-partitions"),

@@ -2,10 +2,10 @@
 PromQL reader for the names a query uses.
 
 `exported_series()` builds the registries kmirror serves on /metrics (a stream's WorkerMetrics,
-merged by the supervisor's StreamsCollector with its `stream` label, plus the supervisor's own
-metrics), gives every labelled metric one child so that its label names show, and reads the
-result back from the Prometheus text format: the names and labels a scrape really has. Nothing
-here lists metric names by hand.
+merged by the supervisor's StreamsCollector with its `flow` and `stream` labels, plus the
+supervisor's own metrics), gives every labelled metric one child so that its label names show,
+and reads the result back from the Prometheus text format: the names and labels a scrape really
+has. Nothing here lists metric names by hand.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def exported_series() -> Mapping[str, frozenset[str]]:
     _give_children(worker)
     worker.stats.update(_STATS)
     streams = StreamsCollector()
-    streams.update(0, snapshot(worker.registry))
+    streams.update(0, snapshot(worker.registry), "source->target")
     registry = CollectorRegistry()
     registry.register(streams)
     config = MirrorConfig(

@@ -84,6 +84,12 @@ CASES: list[tuple[str, Any, str, list[str]]] = [
         ["/rename/sourceAlias"],
     ),
     (
+        "malformed-topic-map",
+        [MINIMAL, {"rename": {"map": "orders->shop.orders"}}],
+        SCHEMA,
+        ["/rename/map"],
+    ),
+    (
         "replication-factor-zero",
         [MINIMAL, {"replicationFactor": 0}],
         SCHEMA,

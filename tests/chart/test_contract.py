@@ -34,6 +34,12 @@ NOT_SET_BY_CHART = {
     "KMIRROR_TEMPLATE_DIR": "mount templates with extraVolumes and set it with extraEnv",
     "KMIRROR_SPARK_JARS": "the validate image sets it",
     "KMIRROR_CACHE": "development machines only",
+    # TLS on the metrics port changes the scheme of the probes and of the ServiceMonitor and
+    # PodMonitor: the chart offers the control API with its bearer token; mutual TLS is set with
+    # extraEnv and extraVolumes (docs/control.md).
+    "KMIRROR_CONTROL_TLS_CERT": "TLS on the metrics port: extraEnv (docs/control.md)",
+    "KMIRROR_CONTROL_TLS_KEY": "TLS on the metrics port: extraEnv (docs/control.md)",
+    "KMIRROR_CONTROL_TLS_CLIENT_CA": "mutual TLS on the metrics port: extraEnv (docs/control.md)",
     # Schema registry mirroring (issue 23): chart values (schemaRegistry.source/target.url,
     # auth secrets, mode) come in a later change; extraEnv can set them meanwhile.
     **{n: "no chart values yet (issue 23)" for n, _, _ in image_schemas.ENV_DOCS},

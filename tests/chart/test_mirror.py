@@ -75,6 +75,7 @@ def test_minimal_values_render_the_documented_defaults() -> None:
         "KMIRROR_RENAME_POLICY": "identity",
         "KMIRROR_SOURCE_ALIAS": "source",
         "KMIRROR_TARGET_ALIAS": "target",
+        "KMIRROR_TOPIC_MAPPING_PREFIX": "false",
         # Disaster recovery: all off, as the default MM1/KUDO mirror.
         "KMIRROR_EMIT_CHECKPOINTS": "false",
         "KMIRROR_EMIT_CHECKPOINTS_INTERVAL_SECONDS": "60",
@@ -85,6 +86,11 @@ def test_minimal_values_render_the_documented_defaults() -> None:
         "KMIRROR_GROUPS": ".*",
         "KMIRROR_GROUPS_EXCLUDE": "console-consumer-.*, connect-.*, __.*",
         "KMIRROR_PROVENANCE_HEADER": "false",
+        # ACL sync: off, as the default MM1/KUDO mirror.
+        "KMIRROR_SYNC_TOPIC_ACLS": "false",
+        "KMIRROR_SYNC_TOPIC_ACLS_INTERVAL_SECONDS": "600",
+        "KMIRROR_ACL_SCOPE": "mm2",
+        "KMIRROR_ACL_DENY_WRITE": "false",
         "KMIRROR_PARTITIONING": "same",
         "KMIRROR_ENGINE": "auto",
         "KMIRROR_REPLICATION_FACTOR": "-1",
@@ -397,6 +403,29 @@ def test_disaster_recovery_values_reach_the_environment_and_the_config() -> None
     assert dr.group_matches("app-1") and not dr.group_matches("other")
     assert not dr.group_matches("console-consumer-1")
     assert dr.provenance_header
+
+
+def test_acl_sync_values_reach_the_environment_and_the_config() -> None:
+    from kmirror.config.acls import AclSyncConfig
+    from kmirror.config.dialects.acls import acls_from_flags
+
+    assert "KMIRROR_ACL_PRINCIPAL_MAP" not in _env(_with())
+    env = _env(
+        _with(
+            acls={
+                "sync": True,
+                "intervalSeconds": 30,
+                "scope": "full",
+                "principalMap": "User:alice@A -> User:alice",
+                "denyWrite": True,
+                "mirrorPrincipal": "User:kmirror",
+            },
+        )
+    )
+    a = acls_from_flags({}, {k: str(v) for k, v in env.items()}, AclSyncConfig())
+    assert (a.enabled, a.interval_s, a.scope, a.deny_write) == (True, 30.0, "full", True)
+    assert a.target_principal("User:alice@A") == "User:alice"
+    assert (a.mirror_principal, a.explicit) == ("User:kmirror", True)
 
 
 def test_large_commit_interval_is_not_rendered_in_float_notation() -> None:

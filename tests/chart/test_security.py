@@ -217,9 +217,16 @@ def test_no_credentials_in_configmaps_or_plain_env(name: str, values: Any) -> No
                     assert isinstance(value, chartlib.SecretRef), key
                 if key.endswith(("_PASSWORD_FILE", "_SECRET_FILE", "_SSL_KEY_LOCATION")):
                     assert value in files, (key, value)
-            for e in c.get("env", []):
-                if any(w in e["name"] for w in SECRET_WORDS):
-                    assert "value" not in e, e
+            _no_plain_secret_env(c, files)
+
+
+def _no_plain_secret_env(c: Any, files: Any) -> None:
+    for e in c.get("env", []):
+        if any(w in e["name"] for w in SECRET_WORDS):
+            if e["name"].endswith("_TOKEN_FILE"):  # a pointer at a mounted secret key
+                assert e.get("value") in files, e
+            else:
+                assert "value" not in e, e
 
 
 def test_password_files_point_at_mounted_secret_keys() -> None:

@@ -216,13 +216,18 @@ def test_same_environment_and_secrets_as_the_mirror() -> None:
     mirror_env = chartlib.resolve_env(mirror, docs)
     mirror_files = chartlib.mounted_secret_files(docs.deployment, mirror)
     assert any(isinstance(v, chartlib.SecretRef) for v in mirror_env.values())
-    assert len(mirror_files) == 6  # SASL password, 2 CAs, client cert, key, key password
+    # SASL password, 2 CAs, client cert, key, key password; and the control API's token, which
+    # only the mirror serves.
+    control = "/etc/kmirror/secrets/control/token"
+    assert len(mirror_files) == 7 and control in mirror_files
+    del mirror_files[control]
     for doc in (docs.one("Job"), docs.one("Pod")):
         c = container(doc, "validate")
         env = chartlib.resolve_env(c, docs)
         mirror_only = {k for k in mirror_env if k not in env}
-        assert mirror_only == {"POD_NAME"}, doc["kind"]  # the mirror's extraEnv
-        assert {k: v for k, v in mirror_env.items() if k != "POD_NAME"} == env
+        # The mirror's extraEnv, and the control API's token file.
+        assert mirror_only == {"POD_NAME", "KMIRROR_CONTROL_TOKEN_FILE"}, doc["kind"]
+        assert {k: v for k, v in mirror_env.items() if k not in mirror_only} == env
         assert chartlib.mounted_secret_files(doc, c) == mirror_files
 
 

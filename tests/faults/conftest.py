@@ -27,6 +27,12 @@ MODES = pytest.mark.parametrize(
     ],
     indirect=True,
 )
+# A scenario only the full tier runs (make test-faults): make test keeps one of each kind
+# (kill -9, a broker restart, a target outage, two mirrors in a group, a killed stream) and,
+# under exactly-once, kill -9; the other exactly-once twins run in the full tier.
+FULL_ONLY = pytest.mark.parametrize(
+    "mode", [pytest.param("full", marks=pytest.mark.slow, id="full")], indirect=True
+)
 
 
 @pytest.fixture

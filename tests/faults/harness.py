@@ -28,7 +28,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from tests.kafkatools import Clusters, Rec, consume_all, end_offsets, unique, wait_until
-from tests.mirrorproc import REPO_ROOT, MirrorProcess
+from tests.mirrorproc import QUICK_REJOIN, REPO_ROOT, MirrorProcess
 from tests.mirrorproc import mirror_args as local_mirror_args
 
 QUIET = logging.getLogger("faults.librdkafka")
@@ -39,9 +39,8 @@ RESULTS_DIR = REPO_ROOT / "bench" / "results"
 RATE = 5000  # records/s written to the source while a scenario runs
 PARTITIONS = 4
 COMMIT_INTERVAL_MS = 1000
-# A killed member is noticed after session.timeout.ms (Java and librdkafka default 45 s); the
-# broker's minimum is 6 s. The restart then gets its partitions within seconds.
-SESSION_TIMEOUT_MS = 6000
+# The test consumers of the harness leave their group as quickly as the mirrors do.
+SESSION_TIMEOUT_MS = int(str(QUICK_REJOIN["session.timeout.ms"]))
 # Set by the exactly-once variants (test_eos_faults.py): mirrors run with --exactly-once,
 # scenario names end in "-eos", and a duplicate fails the scenario like a missing record.
 EXACTLY_ONCE = False
@@ -302,13 +301,12 @@ def mirror_args(
     name: str = "mirror",
 ) -> list[str]:
     """The MM1 argv with a short session timeout, so a killed member is noticed quickly."""
-    fast = {"session.timeout.ms": SESSION_TIMEOUT_MS, "heartbeat.interval.ms": 1000}
     return local_mirror_args(
         workdir,
         clusters,
         group,
         topic,
-        {**fast, **(consumer or {})},
+        {**QUICK_REJOIN, **(consumer or {})},
         producer,
         *extra,
         *(("--exactly-once",) if EXACTLY_ONCE else ()),

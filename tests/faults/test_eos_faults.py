@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import KafkaLocal, MakeTopic
 from tests.faults import harness, test_faults
-from tests.faults.conftest import MODES
+from tests.faults.conftest import FULL_ONLY, MODES
 from tests.faults.harness import Result
 from tests.kafkatools import Clusters
 
@@ -45,7 +45,7 @@ def test_kill9_at_random_moments_eos(
     )
 
 
-@MODES
+@FULL_ONLY
 def test_target_broker_restarts_eos(
     mode: str, clusters: Clusters, kafka_local: KafkaLocal, make_topic: MakeTopic,
     target_cleanup: list[str], tmp_path: Path, fault_results: Record, exactly_once: None,
@@ -55,7 +55,7 @@ def test_target_broker_restarts_eos(
     )
 
 
-@MODES
+@FULL_ONLY
 def test_two_mirrors_in_one_group_one_killed_eos(
     mode: str, clusters: Clusters, make_topic: MakeTopic, target_cleanup: list[str],
     tmp_path: Path, fault_results: Record, exactly_once: None,
@@ -65,7 +65,7 @@ def test_two_mirrors_in_one_group_one_killed_eos(
     )
 
 
-@MODES
+@FULL_ONLY
 def test_stream_process_killed_eos(
     mode: str, clusters: Clusters, make_topic: MakeTopic, target_cleanup: list[str],
     tmp_path: Path, fault_results: Record, exactly_once: None,
@@ -75,7 +75,7 @@ def test_stream_process_killed_eos(
     )
 
 
-@MODES
+@FULL_ONLY
 def test_target_down_eos(
     mode: str, clusters: Clusters, kafka_local: KafkaLocal, make_topic: MakeTopic,
     target_cleanup: list[str], tmp_path: Path, fault_results: Record, exactly_once: None,

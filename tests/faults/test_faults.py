@@ -22,7 +22,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from tests.conftest import KafkaLocal, MakeTopic
 from tests.faults import harness
-from tests.faults.conftest import MODES
+from tests.faults.conftest import FULL_ONLY, MODES
 from tests.faults.harness import (
     PARTITIONS,
     Load,
@@ -191,7 +191,7 @@ def test_kill9_at_random_moments(
 # --------------------------------------------------------------------------- SIGTERM
 
 
-@MODES
+@FULL_ONLY
 def test_sigterm_under_heavy_load_with_short_grace(
     mode: str,
     clusters: Clusters,
@@ -305,7 +305,7 @@ def test_target_broker_restarts(
     _rode_out(res)
 
 
-@MODES
+@FULL_ONLY
 def test_source_broker_restarts(
     mode: str,
     clusters: Clusters,
@@ -410,7 +410,7 @@ def _target_down(
     return res
 
 
-@MODES
+@FULL_ONLY
 def test_target_down_abort_on_send_failure_true(
     mode: str,
     clusters: Clusters,
@@ -616,7 +616,7 @@ def test_two_mirrors_in_one_group_one_killed(
     _two_members("two-members", mode, clusters, make_topic, target_cleanup, tmp_path, fault_results)
 
 
-@MODES
+@FULL_ONLY
 def test_two_mirrors_cooperative_assignor_one_killed(
     mode: str,
     clusters: Clusters,

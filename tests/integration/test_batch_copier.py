@@ -68,9 +68,9 @@ def test_idempotent_source_copied_byte_for_byte_with_its_codec(
         assert codecs == {codec}
 
 
-def _transactions(bootstrap: str, topic: str, plan: list[tuple[int, bool]]) -> None:
+def _transactions(bootstrap: str, topic: str, plan: list[tuple[int, bool]], **conf: object) -> None:
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-tx", "linger.ms": 5}
+        {"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-tx", "linger.ms": 5, **conf}
     )
     producer.init_transactions(30)
     n = 0
@@ -87,24 +87,39 @@ def _transactions(bootstrap: str, topic: str, plan: list[tuple[int, bool]]) -> N
             producer.abort_transaction(30)
 
 
-def test_transactional_source_copies_committed_and_skips_aborted(
-    clusters: Clusters, make_topic: MakeTopic
-) -> None:
+def _copied_transactions(
+    clusters: Clusters,
+    make_topic: MakeTopic,
+    plan: list[tuple[int, bool]],
+    after: int = 0,
+    **conf: object,
+) -> tuple[str, str, ProgressBook]:
+    """Transactions of `plan` (then `after` plain idempotent records) copied by the batch
+    path: the committed records arrive byte for byte, no aborted one, every offset translated,
+    and the whole source (markers, aborted records) acknowledged. Returns source and target
+    topic and the book."""
     src = make_topic(clusters.source_bootstrap, partitions=2)
     dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
-    _transactions(clusters.source_bootstrap, src, [(300, True), (200, False), (300, True)])
-    produce(clusters.source_bootstrap, src, records(100))  # plain idempotent records after
+    _transactions(clusters.source_bootstrap, src, plan, **conf)
+    if after:
+        produce(clusters.source_bootstrap, src, records(after))
     config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
     book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
     assert fallbacks == {}
     source = consume_all(clusters.source_bootstrap, src)
     target = consume_all(clusters.target_bootstrap, dst)
-    assert len(source) == 700
+    assert len(source) == sum(n for n, commit in plan if commit) + after
     assert [r.content() for r in target] == [r.content() for r in source]
     assert not [r for r in target if r.value and r.value.startswith(b"aborted")]
     assert_translates(book, src, source, target)
-    # Markers and aborted records were not copied, yet the whole source was acknowledged.
     assert {p: book[(src, p)].acked for p in (0, 1)} == end_offsets(clusters.source_bootstrap, src)
+    return src, dst, book
+
+
+def test_transactional_source_copies_committed_and_skips_aborted(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    _copied_transactions(clusters, make_topic, [(300, True), (200, False), (300, True)], 100)
 
 
 def test_compacted_source_copies_dense_batches_and_hands_the_rest_to_the_record_path(
@@ -124,6 +139,88 @@ def test_compacted_source_copies_dense_batches_and_hands_the_rest_to_the_record_
     assert [r.content() for r in target] == [r.content() for r in before]
     assert book[(src, 0)].acked == fallback.offset
     assert_translates(book, src, before, target)
+    # The dense batches of 5 before it were merged (whole batches the cleaner removed, if
+    # any, started a new merged batch: the book's runs above are exact either way). Until the
+    # target topic's limit is read the first few go one by one (up to five in flight).
+    stored = raw_batches(clusters.target_bootstrap, dst, 0)
+    dense = [
+        b for b in raw_batches(clusters.source_bootstrap, src, 0) if b.base_offset < fallback.offset
+    ]
+    assert len(stored) <= len(dense) // 2, (len(stored), len(dense))
+
+
+SMALL = {"linger.ms": 0, "batch.num.messages": 5}  # 5-record source batches, as linger 0 makes
+
+
+def keyed(n: int) -> list[dict[str, object]]:
+    """Records with keys (some null), headers (repeated, null values) and tombstones."""
+    return [
+        {
+            "key": None if i % 13 == 7 else b"key-%d" % (i % 50),
+            "value": None if i % 17 == 3 else (b"%d-" % i).ljust(80 + i % 40, b"v"),
+            "headers": [("h", b"%d" % i), ("h", None)] if i % 3 else [],
+            "timestamp": BASE_TIMESTAMP_MS + (i * 7) % 100,  # not monotonic: negative deltas
+            "partition": i % 2,
+        }
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_small_source_batches_are_merged_byte_for_byte_with_their_codec(
+    clusters: Clusters, make_topic: MakeTopic, codec: str
+) -> None:
+    src = make_topic(clusters.source_bootstrap, partitions=2)
+    dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
+    produce(clusters.source_bootstrap, src, keyed(1200), **SMALL, **{"compression.type": codec})
+    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
+    book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
+    assert fallbacks == {}
+    source = consume_all(clusters.source_bootstrap, src)
+    target = consume_all(clusters.target_bootstrap, dst)
+    assert len(source) == 1200
+    assert [r.content() for r in target] == [r.content() for r in source]
+    assert_translates(book, src, source, target)
+    for p in (0, 1):
+        before = raw_batches(clusters.source_bootstrap, src, p)
+        after = raw_batches(clusters.target_bootstrap, dst, p)
+        assert max(b.record_count for b in before) <= 5
+        assert len(after) < len(before) // 4, (len(after), len(before))  # merged
+        assert {b.codec for b in after} == {codec}
+
+
+def test_small_transactional_batches_are_merged_between_markers_and_aborted_records(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    plan = [(60, True), (40, False), (60, True), (30, True), (50, False), (60, True)]
+    # Each merged batch is one run of consecutive source offsets: markers and aborted
+    # records between transactions start a new one, and the book translates every offset.
+    src, dst, book = _copied_transactions(clusters, make_topic, plan, **SMALL)
+    for p in (0, 1):
+        copied = [b for b in raw_batches(clusters.source_bootstrap, src, p) if not b.is_control]
+        stored = raw_batches(clusters.target_bootstrap, dst, p)
+        assert len(stored) < len(copied) // 3, (len(stored), len(copied))
+        assert len(book[(src, p)].runs) >= 4  # one per committed transaction at least
+
+
+def test_merged_batches_stay_within_the_target_topics_max_message_bytes(
+    clusters: Clusters, make_topic: MakeTopic
+) -> None:
+    src = make_topic(clusters.source_bootstrap, partitions=2)
+    dst = make_topic(
+        clusters.target_bootstrap, name=src, partitions=2, config={"max.message.bytes": "8000"}
+    )
+    produce(clusters.source_bootstrap, src, keyed(1200), **SMALL)
+    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
+    book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
+    assert fallbacks == {}
+    source = consume_all(clusters.source_bootstrap, src)
+    target = consume_all(clusters.target_bootstrap, dst)
+    assert [r.content() for r in target] == [r.content() for r in source]
+    assert_translates(book, src, source, target)
+    stored = raw_batches(clusters.target_bootstrap, dst, 0)
+    assert max(len(b.data) for b in stored) <= 8000
+    assert max(b.record_count for b in stored) > 5  # merged all the same
 
 
 def test_batch_above_the_targets_max_message_bytes_stops_with_a_clear_error(
@@ -220,11 +317,18 @@ def test_revoke_and_assign_again_continues_without_gap_or_duplicate(
 ) -> None:
     src = make_topic(clusters.source_bootstrap, partitions=2)
     dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
-    # Far more than one step and a flush can copy: the revoke comes mid-way.
+    # Far more than one step and a flush can copy: the revoke comes mid-way. (A flush sends
+    # everything fetched, up to a few merged batch bounds per partition: small bounds here.)
     produce(clusters.source_bootstrap, src, records(60_000), **{"batch.num.messages": "500"})
     ends = end_offsets(clusters.source_bootstrap, src)
     book = ProgressBook()
-    copier = BatchCopier(mirror_config(clusters.source_bootstrap, clusters.target_bootstrap), book)
+    config = mirror_config(
+        clusters.source_bootstrap,
+        clusters.target_bootstrap,
+        source_conf={"max.partition.fetch.bytes": "65536"},
+        target_conf={"batch.size": "65536"},
+    )
+    copier = BatchCopier(config, book)
     keys = [(src, p) for p in ends]
     try:
         copier.assign({k: (dst, 0) for k in keys})

@@ -184,6 +184,7 @@ def test_check_prints_the_mapping_and_writes_nothing(
         {
             "source": topic,
             "target": topic,
+            "named_by": "identity",
             "partitions": 3,
             "target_partitions": None,
             "action": "create",

@@ -21,7 +21,7 @@ from tests.kafkatools import (
     produce,
     wait_until,
 )
-from tests.mirrorproc import MirrorProcess, mirror_args
+from tests.mirrorproc import QUICK_REJOIN, MirrorProcess, mirror_args
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,7 @@ def holds(clusters: Clusters, topic: str, count: int) -> Callable[[], bool]:
 
 
 def run_batch(tmp_path: Path, clusters: Clusters, group: str, topic: str) -> list[str]:
-    return [*mirror_args(tmp_path, clusters, group, topic), "--engine", "batch"]
+    return [*mirror_args(tmp_path, clusters, group, topic, QUICK_REJOIN), "--engine", "batch"]
 
 
 def test_compacted_source_moves_to_the_record_path_mid_topic(
@@ -115,8 +115,9 @@ def _in_order(src: list[object], dst: list[object]) -> bool:
 
 
 def tiny_and_large_batches(clusters: Clusters, make_topic: MakeTopic) -> str:
-    """A source topic whose partition 0 holds 600 one-record batches (where a producer that
-    re-batches is cheaper) and partition 1 3,000 records in large batches (copied as they are)."""
+    """A source topic whose partition 0 holds 600 one-record batches (merged on the target) and
+    partition 1 3,000 records in large batches (copied as they are, or merged when a slot frees
+    only after several)."""
     topic = make_topic(clusters.source_bootstrap, partitions=2)
     tiny = [r | {"partition": 0} for r in records(600)]
     produce(clusters.source_bootstrap, topic, tiny, **{"linger.ms": 0, "batch.num.messages": 1})
@@ -124,24 +125,19 @@ def tiny_and_large_batches(clusters: Clusters, make_topic: MakeTopic) -> str:
     return topic
 
 
-def test_auto_moves_a_partition_of_tiny_batches_to_the_record_path_early(
+def test_auto_merges_a_partition_of_tiny_batches_on_the_batch_path(
     tmp_path: Path, clusters: Clusters, make_topic: MakeTopic, unique_name: Callable[[str], str]
 ) -> None:
     topic = tiny_and_large_batches(clusters, make_topic)
     src = consume_all(clusters.source_bootstrap, topic)
     source_batches = [len(raw_batches(clusters.source_bootstrap, topic, p)) for p in (0, 1)]
     assert source_batches[0] == 600 and source_batches[1] < 30, source_batches
-    # A commit a minute away: the move must not wait for a commit's clean point.
-    args = [
-        *mirror_args(tmp_path, clusters, unique_name("g"), topic, commit_interval_ms=60000),
-        *("--engine", "auto"),
-    ]
+    args = [*mirror_args(tmp_path, clusters, unique_name("g"), topic), "--engine", "auto"]
     with MirrorProcess(args, tmp_path / "mirror.log") as m:
         wait_until(holds(clusters, topic, len(src)), 90, message="target caught up")
         assert m.stop() == 0, m.log
     assert_same(src, consume_all(clusters.target_bootstrap, topic))
-    moved = [ln for ln in m.log.splitlines() if "source batches average" in ln]
-    assert len(moved) == 1 and f"{topic}[0]" in moved[0], m.log
+    assert "the record path continues" not in m.log, m.log  # no partition left the batch path
     target_batches = [len(raw_batches(clusters.target_bootstrap, topic, p)) for p in (0, 1)]
-    assert target_batches[0] < source_batches[0] // 2  # re-batched after the move
-    assert target_batches[1] == source_batches[1]  # copied batch for batch
+    assert target_batches[0] < source_batches[0] // 10  # the one-record batches, merged
+    assert target_batches[1] <= source_batches[1]

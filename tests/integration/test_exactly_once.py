@@ -16,15 +16,15 @@ import pytest
 from tests.faults.harness import verdict
 from tests.integration.test_mirror import sample_records
 from tests.kafkatools import Clusters, consume_all, end_offsets, produce, wait_until
-from tests.mirrorproc import MirrorProcess, mirror_args
+from tests.mirrorproc import QUICK_REJOIN, MirrorProcess, mirror_args
 
 pytestmark = pytest.mark.integration
 # Both paths write transactions: the record path (exactly_once.py) and the batch path
 # (batch/exactly_once.py); test_batch_exactly_once.py has the batch path's own cases.
-ENGINES = pytest.mark.parametrize("engine", ["record", "batch"])
-
-# A killed or paused member leaves the group within seconds (the default is 45 s).
-FAST_GROUP = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000}
+# The default engine (batch) in make test; the record path's twin in the long tier.
+ENGINES = pytest.mark.parametrize(
+    "engine", [pytest.param("record", marks=pytest.mark.slow), "batch"]
+)
 
 
 def eos_args(
@@ -36,7 +36,7 @@ def eos_args(
     name: str = "",
 ) -> list[str]:
     return mirror_args(
-        tmp_path, clusters, group, topic, FAST_GROUP, None, "--exactly-once", *extra,
+        tmp_path, clusters, group, topic, QUICK_REJOIN, None, "--exactly-once", *extra,
         prefix=name, commit_interval_ms=300,
     )  # fmt: skip
 

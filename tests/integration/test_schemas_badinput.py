@@ -60,7 +60,7 @@ def secure_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure
                    check=True, capture_output=True)  # fmt: skip
     password = secrets.token_hex(12)
     spec = registrylocal.RegistrySpec(
-        "schemas-secure", free_port(), str(pki.dir / "broker.pem"),
+        "schemas-secure", free_port(2), str(pki.dir / "broker.pem"),
         str(pki.dir / "broker.key"), {"mirror": password}, str(d / "jwt.pub"),
     )  # fmt: skip
     try:

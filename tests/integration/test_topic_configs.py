@@ -4,7 +4,6 @@ created; a target topic someone else configured is left alone and its drift repo
 from __future__ import annotations
 
 import contextlib
-import re
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from confluent_kafka.admin import (
 from tests.integration.test_metrics import gauge
 from tests.kafkatools import Clusters, delete_topic, list_topics, unique, wait_until
 from tests.mirrorproc import MirrorProcess, mirror_args
+from tests.promtext import sample
 
 pytestmark = pytest.mark.integration
 
@@ -67,8 +67,8 @@ def test_topic_configs_follow_the_source(tmp_path: Path, clusters: Clusters, mak
             )
             assert topic_config(dst, ours)["message.timestamp.type"] == "CreateTime"
             metrics = mirror.get("/metrics")[1]
-            synced = re.search(r"^kmirror_topics_synced_configs_total (\S+)$", metrics, re.M)
-            assert synced is not None and float(synced[1]) >= 1, metrics
+            synced = sample(metrics, "kmirror_topics_synced_configs_total")
+            assert synced is not None and synced >= 1, metrics
 
             def drift_reported() -> float | None:
                 return gauge(

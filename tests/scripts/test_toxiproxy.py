@@ -38,7 +38,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Toxiproxy
     echo = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Echo)
     echo.daemon_threads = True
     threading.Thread(target=echo.serve_forever, daemon=True).start()
-    api, listen = free_port(), free_port()
+    api = free_port(2)
+    listen = api + 1
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("KMIRROR_CACHE", str(cache))
         try:

@@ -92,6 +92,7 @@ def test_entrypoint_mirrors_from_oidc_with_a_client_secret_file(
 
 
 @pytest.mark.spark
+@pytest.mark.slow  # a Spark start-up: the credential path is the mirror's, tested above
 def test_validation_job_reads_through_unsecured_oauthbearer(
     tmp_path: Path, clusters: Clusters, secure_cluster: SecureCluster, make_topic: MakeTopic
 ) -> None:

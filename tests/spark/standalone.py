@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
 import urllib.request
@@ -15,16 +14,12 @@ from pathlib import Path
 
 import pyspark
 
+from tests.mirrorproc import free_port
+
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 WORKERS = 2
 WORKER_MEMORY = "640m"
 EXECUTOR_MEMORY = "512m"  # must fit in a worker
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _alive_workers(ui_port: int) -> int:
@@ -42,7 +37,8 @@ def standalone_cluster(workdir: Path) -> Iterator[str]:
            "SPARK_LOG_DIR": str(workdir), "SPARK_LOCAL_IP": "127.0.0.1",
            "SPARK_NO_DAEMONIZE": "1"}  # fmt: skip
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    port, ui = _free_port(), _free_port()
+    port = free_port(2 + WORKERS)  # the master, its UI, one UI per worker
+    ui = port + 1
     url = f"spark://127.0.0.1:{port}"
     procs: list[subprocess.Popen[bytes]] = []
 
@@ -60,7 +56,7 @@ def standalone_cluster(workdir: Path) -> Iterator[str]:
             work.mkdir(exist_ok=True)
             start(f"worker-{i}", "org.apache.spark.deploy.worker.Worker", url, "--host",
                   "127.0.0.1", "--cores", "1", "--memory", WORKER_MEMORY, "--webui-port",
-                  str(_free_port()), "--work-dir", str(work))  # fmt: skip
+                  str(ui + 1 + i), "--work-dir", str(work))  # fmt: skip
         deadline = time.monotonic() + 180
         while _alive_workers(ui) < WORKERS:
             dead = [p.args for p in procs if p.poll() is not None]

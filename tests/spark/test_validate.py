@@ -14,7 +14,8 @@ import pytest
 from confluent_kafka import Producer
 from pyspark.sql import SparkSession
 
-from kmirror.config.model import TopicSelection
+from kmirror.config.model import RenamePolicy, TopicSelection
+from kmirror.config.topicmap import TopicMapping
 from kmirror_validate.report import PartitionResult, Report, TopicResult
 from kmirror_validate.validate import Options, prepare, run
 from tests.kafkatools import Clusters, Rec, create_topic, delete_topic, produce, unique
@@ -302,6 +303,7 @@ def test_sample_mode_and_compacted_records_view(spark: SparkSession, world: Worl
     assert not compact.ok
 
 
+@pytest.mark.slow  # a Spark standalone master and worker start: about 100 s
 def test_a_standalone_cluster_gives_the_same_report(
     digest_report: Report, world: World, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -335,3 +337,22 @@ def test_a_standalone_cluster_gives_the_same_report(
     local = digest_report.to_json()
     assert cluster["topics"] == local["topics"]
     assert cluster["totals"] == local["totals"]
+
+
+def test_mapped_names_validate_and_topics_may_name_the_target(
+    spark: SparkSession, world: World
+) -> None:
+    """A topic mirrored under a mapped name (kmirror.config.topicmap) is compared with its
+    copy there, and `--topics` may give the target name: the mapping finds the source."""
+    source = world.names["ok"]
+    mapped = f"shop.{source}.v2"
+    create_topic(world.clusters.target_bootstrap, mapped, 3)
+    try:
+        copy_topic(world.clusters, source, mapped)
+        rename = RenamePolicy(mapping=TopicMapping(((source, mapped),)))
+        config = config_for(world.clusters, rename=rename)
+        report = run(spark, prepare(config, Options(), TopicSelection(include=(mapped,))))
+        assert [(t.topic, t.target_topic, t.ok) for t in report.topics] == [(source, mapped, True)]
+        assert sum(p.source_count for p in report.topics[0].partitions) == 90
+    finally:
+        delete_topic(world.clusters.target_bootstrap, mapped, wait=False)

@@ -158,12 +158,13 @@ def test_streams_merge_into_one_exposition() -> None:
     for sid in (0, 1):
         m = WorkerMetrics(CollectorRegistry())
         m.records.labels("t").inc(10 + sid)
-        merged.update(sid, snapshot(m.registry))
+        merged.update(sid, snapshot(m.registry), "a->b")
     reg = CollectorRegistry()
     reg.register(merged)
     text = generate_latest(reg).decode()
     assert text.count("# TYPE kmirror_mirror_records_total counter") == 1
-    assert reg.get_sample_value("kmirror_mirror_records_total", {"topic": "t", "stream": "1"}) == 11
+    labels = {"topic": "t", "stream": "1", "flow": "a->b"}
+    assert reg.get_sample_value("kmirror_mirror_records_total", labels) == 11
 
 
 def test_stream_readiness() -> None:

@@ -78,6 +78,7 @@ its own: the image then refuses it or warns, as the schema does.
 {{- end }}
 {{- end }}
 {{- end }}
+{{- include "kmirror.registryVars" . }}
 {{- end -}}
 
 {{/* "true" when a cluster block holds a setting of its own (a rules.json cluster row off its default). */}}

@@ -34,3 +34,20 @@ app.kubernetes.io/part-of: kmirror
 {{- toYaml . }}
 {{- end }}
 {{- end -}}
+
+{{/*
+A monitor's relabelings: with metrics.mm2Names, first the pod labels Strimzi's MM2 dashboard
+filters on (strimzi.io/kind, strimzi.io/cluster, as Strimzi's own PodMonitor copies them), then
+the user's. Args: ctx, user (the monitor's relabelings value).
+*/}}
+{{- define "kmirror.relabelings" -}}
+{{- $rules := list -}}
+{{- if .ctx.Values.metrics.mm2Names -}}
+{{- range list "kind" "cluster" -}}
+{{- $rules = append $rules (dict "sourceLabels" (list (printf "__meta_kubernetes_pod_label_strimzi_io_%s" .)) "targetLabel" (printf "strimzi_io_%s" .)) -}}
+{{- end -}}
+{{- end -}}
+{{- with concat $rules (.user | default list) -}}
+{{- toYaml . -}}
+{{- end -}}
+{{- end -}}

@@ -6,6 +6,22 @@
 /etc/kmirror/mm2
 {{- end -}}
 
+{{- define "kmirror.control.dir" -}}
+/etc/kmirror/secrets/control
+{{- end -}}
+
+{{/*
+The mirror container's own environment before extraEnv: the control API's token file, in every
+mode (the `run` of mm2Config mode reads KMIRROR_CONTROL_TOKEN_FILE too).
+*/}}
+{{- define "kmirror.mirror.env" -}}
+{{- $env := list -}}
+{{- if .Values.control.enabled -}}
+{{- $env = append $env (dict "name" "KMIRROR_CONTROL_TOKEN_FILE" "value" (printf "%s/token" (include "kmirror.control.dir" .))) -}}
+{{- end -}}
+{{- toYaml (concat $env .Values.extraEnv) -}}
+{{- end -}}
+
 {{/*
 The mirror container's arguments, as a YAML list (empty: none). The image's ENTRYPOINT is
 `kmirror entrypoint`: flags are added to the `kmirror run` it renders from the environment, and
@@ -89,6 +105,15 @@ readinessProbe:
 {{- if .Values.mm2Config.enabled }}
 {{ include "kmirror.mm2.volume" . }}
 {{- end }}
+{{- if .Values.control.enabled }}
+- name: control-token
+  secret:
+    secretName: {{ .Values.control.existingSecret | quote }}
+    defaultMode: 0440
+    items:
+      - key: {{ .Values.control.tokenKey | quote }}
+        path: token
+{{- end }}
 {{- with .Values.extraVolumes }}
 {{ toYaml . }}
 {{- end }}
@@ -98,6 +123,11 @@ readinessProbe:
 {{- if .Values.mm2Config.enabled }}
 - name: mm2-config
   mountPath: {{ include "kmirror.mm2.dir" . }}
+  readOnly: true
+{{- end }}
+{{- if .Values.control.enabled }}
+- name: control-token
+  mountPath: {{ include "kmirror.control.dir" . }}
   readOnly: true
 {{- end }}
 {{- with .Values.extraVolumeMounts }}

@@ -17,6 +17,7 @@ are reported at once. values.schema.json catches types, enums and ranges before 
 {{- $messages = append $messages (include "kmirror.validateValues.validation" .) -}}
 {{- $messages = append $messages (include "kmirror.validateValues.mirrorMode" .) -}}
 {{- $messages = append $messages (include "kmirror.validateValues.prometheusRule" .) -}}
+{{- $messages = append $messages (include "kmirror.validateValues.control" .) -}}
 {{- $trimmed := list -}}
 {{- range $messages }}{{ with trim . }}{{ $trimmed = append $trimmed . }}{{ end }}{{ end -}}
 {{- $message := join "\n" $trimmed -}}
@@ -177,7 +178,7 @@ kmirror: mm2Config.existingSecret
     mm2Config.enabled needs your mm2.properties: set mm2Config.existingSecret (or
     mm2Config.existingConfigMap) to the object holding it under the key mm2Config.key ({{ $m.key }}).
 {{- end }}
-{{- $fixed := dict "whitelist" (list (ne ($v.whitelist | toString) ".*") "<flow>.topics") "blacklist" (list (ne ($v.blacklist | toString) "") "<flow>.topics.exclude") "numStreams" (list (ne (int $v.numStreams) 1) "tasks.max") "offsetCommitIntervalMs" (list (ne (int64 $v.offsetCommitIntervalMs) 60000) "offset.flush.interval.ms") "rename" (list (or (ne $v.rename.policy "identity") (ne $v.rename.sourceAlias "source")) "replication.policy.class and the cluster aliases") "partitioning" (list (ne $v.partitioning "same") "(no MM2 setting: kmirror keeps partition numbers)") "replicationFactor" (list (ne (int $v.replicationFactor) -1) "replication.factor") "extraConsumerProperties" (list (not (empty $v.extraConsumerProperties)) "<alias>.consumer.* keys") "extraProducerProperties" (list (not (empty $v.extraProducerProperties)) "<alias>.producer.* keys") -}}
+{{- $fixed := dict "whitelist" (list (ne ($v.whitelist | toString) ".*") "<flow>.topics") "blacklist" (list (ne ($v.blacklist | toString) "") "<flow>.topics.exclude") "numStreams" (list (ne (int $v.numStreams) 1) "tasks.max") "offsetCommitIntervalMs" (list (ne (int64 $v.offsetCommitIntervalMs) 60000) "offset.flush.interval.ms") "rename" (list (or (ne $v.rename.policy "identity") (ne $v.rename.sourceAlias "source") (ne ($v.rename.map | toString) "") (ne ($v.rename.rules | toString) "")) "replication.policy.class, the cluster aliases and kmirror.topic.map / kmirror.topic.rules") "partitioning" (list (ne $v.partitioning "same") "(no MM2 setting: kmirror keeps partition numbers)") "replicationFactor" (list (ne (int $v.replicationFactor) -1) "replication.factor") "extraConsumerProperties" (list (not (empty $v.extraConsumerProperties)) "<alias>.consumer.* keys") "extraProducerProperties" (list (not (empty $v.extraProducerProperties)) "<alias>.producer.* keys") -}}
 {{- range $name, $entry := $fixed }}
 {{- if index $entry 0 }}
 kmirror: {{ $name }}
@@ -224,5 +225,15 @@ kmirror: prometheusRule.selector
 kmirror: prometheusRule.commitIntervalSeconds
     mm2Config.enabled: the commit interval is your mm2.properties' offset.flush.interval.ms;
     set prometheusRule.commitIntervalSeconds to it (in seconds) for the KmirrorNoCommit alert.
+{{- end }}
+{{- end -}}
+
+{{/* The control API needs its token. */}}
+{{- define "kmirror.validateValues.control" -}}
+{{- if and .Values.control.enabled (not .Values.control.existingSecret) }}
+kmirror: control.existingSecret
+    control.enabled needs the API's bearer token: create a Secret holding it (e.g. kubectl
+    create secret generic kmirror-control --from-literal=token=$(openssl rand -hex 32)) and
+    set control.existingSecret to its name (the key: control.tokenKey, default token).
 {{- end }}
 {{- end -}}

@@ -18,6 +18,7 @@ import logging
 import multiprocessing.queues
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -74,7 +75,9 @@ class ParentWatch:
             self.parent,
             self._grace,
         )
-        self._on_orphan()
+        # The graceful stop runs beside the timer, never before it: whatever it waits for (a
+        # lock, a stuck flush), the hard stop still comes after the grace period.
+        threading.Thread(target=self._on_orphan, name="kmirror-orphan-stop", daemon=True).start()
         time.sleep(self._grace)
         log.error(
             "stream did not stop within %.0fs of its supervisor's death; exiting without its "
@@ -82,6 +85,40 @@ class ParentWatch:
             self._grace,
         )
         self._exit_hard(ORPHAN_EXIT_CODE)
+
+
+def stop_on_signals(stop: threading.Event, *signums: int) -> None:
+    """Set `stop` when one of `signums` arrives, without running anything that takes a lock
+    inside the signal handler.
+
+    Python runs a handler in the main thread between two bytecodes, wherever that thread is:
+    also inside `stop.set()` (which holds the event's lock) when a second signal comes (the
+    kernel's parent-death SIGTERM, then a user's or an init system's). A handler that calls
+    `stop.set()` then waits for a lock its own thread holds, and the process hangs for good.
+    Here the Python handler does nothing: the interpreter's C handler writes the signal's number
+    to a socket (`signal.set_wakeup_fd`), and a daemon thread reads it and sets the event.
+    Must be called from the main thread."""
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    for signum in signums:
+        signal.signal(signum, _ignore)
+    wanted = set(signums)
+
+    def relay(reader: socket.socket, writer: socket.socket) -> None:
+        # Runs as long as the process: the writer stays open (a closed wakeup fd's number could
+        # be reused by another file, which the next signal would then write into).
+        while True:
+            if wanted.intersection(reader.recv(64)):
+                stop.set()
+
+    threading.Thread(
+        target=relay, args=(reader, writer), name="kmirror-signals", daemon=True
+    ).start()
+
+
+def _ignore(signum: int, frame: object) -> None:
+    """The Python-level handler of a relayed signal: the relay thread acts on it."""
 
 
 class ThrottledLog:

@@ -5,61 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import Any
 
-from confluent_kafka import KafkaError
-
+from kmirror.acls.check import acl_plan, as_json, print_acl_plan
 from kmirror.cli.flags import options_from
 from kmirror.config.describe import describe
 from kmirror.config.dialects.loader import load_config
-from kmirror.config.model import MirrorConfig
 from kmirror.errors import TopicError
-from kmirror.kafka import clients
-from kmirror.kafka.connect import await_metadata
+from kmirror.kafka.plan import plan
 from kmirror.schemas.check import print_schema_plan, schema_plan
-
-
-def _topics(config: MirrorConfig, side: clients.Side, timeout: float) -> dict[str, int]:
-    errors: list[KafkaError] = []
-    admin = clients.admin(config, side, {"error_cb": errors.append})
-    cluster = config.source if side == "source" else config.target
-    # A refused password or certificate is reported at once, an unreachable address after
-    # `timeout` seconds (connect.py).
-    md = await_metadata(
-        admin,
-        lambda: admin.poll(0),
-        errors,
-        time.monotonic() + timeout,
-        side,
-        cluster.bootstrap_servers,
-    )
-    return {n: len(t.partitions) for n, t in md.topics.items() if t.error is None}
-
-
-def plan(config: MirrorConfig, timeout: float) -> list[dict[str, Any]]:
-    source = _topics(config, "source", timeout)
-    target = _topics(config, "target", timeout)
-    rows = []
-    for topic in config.topics.select(set(source)):
-        dst = config.target_topic(topic)
-        have = target.get(dst)
-        if have is None:
-            action = "create" if config.create_topics else "missing"
-        elif have < source[topic] and config.keeps_partitions:
-            action = "too-few-partitions"
-        else:
-            action = "ok"
-        rows.append(
-            {
-                "source": topic,
-                "target": dst,
-                "partitions": source[topic],
-                "target_partitions": have,
-                "action": action,
-            }
-        )
-    return rows
 
 
 def check(args: argparse.Namespace) -> int:
@@ -69,19 +23,25 @@ def check(args: argparse.Namespace) -> int:
         print(f"warning: {note}", file=sys.stderr)
     rows = plan(config, args.timeout)
     subjects = schema_plan(config)
+    acls = acl_plan(config)
     if args.json:
         out: dict[str, Any] = {"topics": rows, "notes": list(config.notes)}
         if config.schemas is not None:
             out["schemas"] = {"id_mode": config.schemas.id_mode, "subjects": subjects}
+        if acls is not None:
+            out["acls"] = as_json(acls)
         print(json.dumps(out, indent=2))
     else:
         for r in rows:
             tp = "-" if r["target_partitions"] is None else r["target_partitions"]
             print(
-                f"{r['source']} -> {r['target']}  partitions {r['partitions']} "
-                f"(target {tp})  {r['action']}"
+                f"{r['source']} -> {r['target']}  ({r['named_by']})  partitions "
+                f"{r['partitions']} (target {tp})  {r['action']}"
             )
         print_schema_plan(config, subjects)
+        print_acl_plan(config, acls)
+    # Two topics onto one target, or a loop: refused (exit 2) after the mapping was shown.
+    config.target_names([r["source"] for r in rows])
     if not rows:
         raise TopicError(
             f"no source topic matches include={list(config.topics.include)} "

@@ -54,7 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument(
         "--timeout", type=float, default=15.0, help="seconds to wait for each cluster (default 15)"
     )
+    status.add_argument(
+        "--persisted",
+        action="store_true",
+        help="do not ask the running mirror: what it persisted at its last commit",
+    )
+    from kmirror.cli import control
+
+    control.add_client_arguments(status, timeout=False)
     status.set_defaults(handler=_cmd("kmirror.cli.status", "status"))
+    control.register(sub, _cmd)
 
     from kmirror.cli import dr
 

@@ -1,13 +1,10 @@
-"""`kmirror status`: per source partition, how far the mirror is. Reads only, joins no group.
+"""`kmirror status`: per source partition, how far the mirror is (kmirror.progress.status has
+the columns). Reads only, joins no group.
 
-Columns: the source's end offset; *copied*, the source offset up to which the target
-acknowledged every record (from the mirror's progress record on the target, when it keeps one);
-*committed*, the mirror group's committed source offset (what a restart resumes from); the
-target partition's end offset; *lag*, source end minus copied (or committed when no progress
-record exists), i.e. records not yet on the target.
-
-Committed offsets are read with a consumer that never joins the group (kmirror.kafka.cluster
-says why), the progress records with the mirror's own reader (kmirror.progress.reader).
+A running mirror with its control API on knows its positions live (kmirror.app.api's GET
+/status): asked first. When none answers, the columns come from what the mirror persisted at
+its last commit (up to a commit interval old), and stderr says so. With schema mirroring on,
+the subjects behind on the target follow (both registries read, nothing written).
 """
 
 from __future__ import annotations
@@ -15,99 +12,89 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from typing import Any
 
-from kmirror.cli.check import plan
+from kmirror.cli.control import UnreachableError, ask
 from kmirror.cli.flags import options_from
 from kmirror.config.dialects.loader import load_config
 from kmirror.config.model import MirrorConfig
-from kmirror.kafka.cluster import Cluster
-from kmirror.progress.reader import read_progress
-
-
-@dataclass(frozen=True)
-class Row:
-    topic: str
-    partition: int
-    target_topic: str
-    source_start: int
-    source_end: int
-    copied: int | None
-    committed: int | None
-    target_end: int | None
-    lag: int
-
-
-def status_rows(config: MirrorConfig, timeout: float) -> list[Row]:
-    topics = plan(config, timeout)  # bounded connection check of both clusters
-    source = Cluster(config, "source", timeout)
-    target = Cluster(config, "target", timeout)
-    tps = [(r["source"], p) for r in topics for p in range(r["partitions"])]
-    names = {r["source"]: r["target"] for r in topics}
-    marks = source.watermarks(tps, "read_uncommitted")
-    committed = {k: c.offset for k, c in source.committed(config.group_id, tps).items()}
-    books = read_progress(config, timeout) or {}
-    copied = {k: b.acked for k, b in books.items()}
-    # Target ends per partition only mean something when partition numbers are kept.
-    have = {r["target"]: r["target_partitions"] or 0 for r in topics}
-    same = config.keeps_partitions
-    tgt = [(names[t], p) for t, p in tps if same and p < have[names[t]]]
-    target_ends = {k: end for k, (_, end) in target.watermarks(tgt, "read_uncommitted").items()}
-    rows = []
-    for t, p in tps:
-        start, end = marks[(t, p)]
-        done = copied.get((t, p), committed.get((t, p), start))
-        rows.append(
-            Row(
-                topic=t,
-                partition=p,
-                target_topic=names[t],
-                source_start=start,
-                source_end=end,
-                copied=copied.get((t, p)),
-                committed=committed.get((t, p)),
-                target_end=target_ends.get((names[t], p)),
-                lag=max(end - max(done, start), 0),
-            )
-        )
-    return rows
-
-
-def table(rows: list[Row]) -> str:
-    head = ("topic", "partition", "source end", "copied", "committed", "target end", "lag")
-    body = [
-        (
-            r.topic,
-            str(r.partition),
-            str(r.source_end),
-            *("-" if v is None else str(v) for v in (r.copied, r.committed, r.target_end)),
-            str(r.lag),
-        )
-        for r in rows
-    ]
-    widths = [max(len(c) for c in col) for col in zip(head, *body, strict=True)]
-    lines = []
-    for cells in (head, *body):
-        first, *rest = zip(cells, widths, strict=True)
-        line = "  ".join([first[0].ljust(first[1]), *(c.rjust(w) for c, w in rest)])
-        lines.append(line.rstrip())
-    return "\n".join(lines)
+from kmirror.errors import KmirrorError
+from kmirror.progress.status import rows_from_doc, status_doc, status_rows, table
+from kmirror.schemas.check import schema_plan
 
 
 def status(args: argparse.Namespace) -> int:
     config = load_config(options_from(args))
     for note in config.notes:
         print(f"warning: {note}", file=sys.stderr)
-    rows = status_rows(config, args.timeout)
+    doc = None
+    if config.control.enabled and not args.persisted:
+        try:
+            docs = ask(config, args, "GET", "/status?flow=" + config.flow)["flows"]
+            doc = docs[0]
+        except UnreachableError as exc:
+            print(f"note: {exc}: showing what the mirror persisted at its last commit",
+                  file=sys.stderr)  # fmt: skip
+    if doc is None:
+        doc = status_doc(config, status_rows(config, args.timeout))
+    if config.schemas is not None:
+        doc = {**doc, "schemas": schema_status(config)}
     if args.json:
-        doc = {
-            "group": config.group_id,
-            "progress_topic": config.progress_topic,
-            "partitions": [asdict(r) for r in rows],
-            "lag": sum(r.lag for r in rows),
-        }
         print(json.dumps(doc, indent=2))
     else:
-        print(table(rows))
-        print(f"total lag {sum(r.lag for r in rows)} record(s), group {config.group_id}")
+        print(table(rows_from_doc(doc)))
+        print(f"total lag {doc['lag']} record(s), group {config.group_id}")
+        for line in control_lines(doc.get("control")) + schema_lines(doc.get("schemas")):
+            print(line)
     return 0
+
+
+def schema_status(config: MirrorConfig) -> dict[str, Any]:
+    """The subjects behind on the target (versions the source has and the target not yet),
+    read from both registries like `kmirror check`. An unreachable registry is reported, not
+    fatal: the partitions' status above is still worth showing."""
+    try:
+        rows = schema_plan(config)
+    except KmirrorError as exc:
+        return {"error": str(exc)}
+    behind = [r for r in rows if r["action"] != "ok"]
+    return {"subjects": len(rows), "behind": len(behind), "rows": behind}
+
+
+def schema_lines(schemas: Mapping[str, Any] | None) -> list[str]:
+    if not schemas:
+        return []
+    if "error" in schemas:
+        return [f"schemas: registries not read: {schemas['error']}"]
+    out = [f"schemas: {schemas['behind']} of {schemas['subjects']} subject(s) behind"]
+    for r in schemas["rows"]:
+        out.append(
+            f"  {r['subject']} -> {r['target_subject']}: {r['versions']} version(s), "
+            f"target {r['target_versions']} ({r['action']})"
+        )
+    return out
+
+
+def control_lines(control: Mapping[str, Any] | None) -> list[str]:
+    """What the running mirror's control state changes about the copy (nothing when it is
+    copying everything, or when the status was read from the last commit)."""
+    if not control:
+        return []
+    out = []
+    if control["paused"]:
+        out.append("paused: " + ", ".join(control["paused"]))
+    drain = control["drain"]
+    if drain is not None and drain["complete"]:
+        out.append(
+            f"drained (drain {drain['id']}): every partition committed up to the source end "
+            "captured at the drain; copying nothing more"
+        )
+    elif drain is not None:
+        step = "capturing the source ends" if drain["capturing"] else "draining"
+        out.append(f"{step} (drain {drain['id']}): {drain['records_left']} record(s) left")
+    if control["throttle_set_at_run_time"]:
+        out.append("throttle set at run time: " + json.dumps(control["throttle"]))
+    if not control["applied"]:
+        out.append("(not every stream acts on this yet)")
+    return out

@@ -23,6 +23,12 @@ def describe(config: MirrorConfig) -> str:
         if c.rename.kind == "identity"
         else f"prefix '{c.rename.source_alias}{c.rename.separator}<topic>'"
     )
+    mapping = c.rename.mapping
+    if not mapping.empty:
+        named = [f"{a}:{b}" for a, b in mapping.explicit] + [str(r) for r in mapping.rules]
+        rename += f"; mapped: {', '.join(named)}" + (
+            " (prefixed)" if mapping.prefixed and c.rename.kind == "prefix" else ""
+        )
     start = {
         "earliest": "earliest",
         "latest": "latest",

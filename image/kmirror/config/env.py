@@ -89,6 +89,55 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "into it; heartbeat keys",
         "target",
     ),
+    # Topic mapping rules (docs/migrations.md): kmirror's own, in every dialect.
+    EnvVar(
+        "KMIRROR_TOPIC_MAP",
+        "Target names of single topics: SOURCE:TARGET,... (e.g. orders:shop.orders.v2); "
+        "wins over the rules",
+        "",
+    ),
+    EnvVar(
+        "KMIRROR_TOPIC_RULES",
+        "Ordered regex rules REGEX -> REPLACEMENT;... matched against the whole source "
+        "topic name, back-references $1 or \\1 (e.g. ^team-a\\.(.*)$ -> a.$1)",
+        "",
+    ),
+    EnvVar(
+        "KMIRROR_TOPIC_MAPPING_PREFIX",
+        "true: the prefix rename policy also prefixes mapped names; false: a mapped name is "
+        "the target name",
+        "false",
+    ),
+    # ACL sync (docs/migrations.md): MM2's settings and kmirror's, off by default here.
+    EnvVar("KMIRROR_SYNC_TOPIC_ACLS", "MM2's `sync.topic.acls.enabled`", "false"),
+    EnvVar(
+        "KMIRROR_SYNC_TOPIC_ACLS_INTERVAL_SECONDS",
+        "MM2's `sync.topic.acls.interval.seconds`",
+        "600",
+    ),
+    EnvVar(
+        "KMIRROR_ACL_SCOPE",
+        "mm2 (MM2's: literal topic ACLs of mirrored topics, ALLOW WRITE left out) or full "
+        "(literal and prefixed topic ACLs, group and transactional-ID ACLs)",
+        "mm2",
+    ),
+    EnvVar(
+        "KMIRROR_ACL_PRINCIPAL_MAP",
+        "Source principal -> target principal, ';' between entries (e.g. User:alice@A -> "
+        "User:alice); others keep their names",
+        "",
+    ),
+    EnvVar(
+        "KMIRROR_ACL_DENY_WRITE",
+        "true: DENY WRITE on mirrored target topics for every principal but the mirror's "
+        "(read-only copies)",
+        "false",
+    ),
+    EnvVar(
+        "KMIRROR_ACL_MIRROR_PRINCIPAL",
+        "The mirror's principal on the target, exempt from KMIRROR_ACL_DENY_WRITE",
+        "User:<SINK_CLUSTER_SASL_USERNAME>",
+    ),
     # Disaster recovery (docs/disaster-recovery.md): MM2's settings, off by default here.
     EnvVar("KMIRROR_EMIT_CHECKPOINTS", "MM2's `emit.checkpoints.enabled`", "false"),
     EnvVar(
@@ -149,6 +198,31 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "kmirror-progress.<group.id>.internal",
     ),
     EnvVar("KMIRROR_METRICS_PORT", "Port of /metrics, /healthz and /readyz (0 disables)", "9404"),
+    EnvVar(
+        "KMIRROR_MM2_METRIC_NAMES",
+        "true: /metrics also has MirrorMaker 2's metric names, per target partition, for "
+        "dashboards made for MM2 (--mm2-metric-names; docs/monitoring.md)",
+        "false",
+    ),
+    # The control API on the metrics port (docs/control.md): off without a credential.
+    EnvVar(
+        "KMIRROR_CONTROL_TOKEN_FILE",
+        "Turns the control API on: file holding its bearer token (a mounted Secret)",
+        "",
+        secret_file=True,
+    ),
+    EnvVar("KMIRROR_CONTROL_TLS_CERT", "Metrics port over TLS: certificate file (PEM)", ""),
+    EnvVar("KMIRROR_CONTROL_TLS_KEY", "Metrics port over TLS: private key file (PEM)", ""),
+    EnvVar(
+        "KMIRROR_CONTROL_TLS_CLIENT_CA",
+        "Turns the control API on with mutual TLS: CA file client certificates must be signed by",
+        "",
+    ),
+    EnvVar(
+        "KMIRROR_THROTTLE",
+        "Copy rate limits: [TOPIC:]backlog|tail.bytes|records=N,... (per second; docs/control.md)",
+        "",
+    ),
     EnvVar("KMIRROR_LOG_FORMAT", "text or json (one JSON object per line)", "text"),
     EnvVar("KMIRROR_EXTRA_CONSUMER_PROPERTIES", "Extra consumer .properties lines, appended", ""),
     EnvVar("KMIRROR_EXTRA_PRODUCER_PROPERTIES", "Extra producer .properties lines, appended", ""),

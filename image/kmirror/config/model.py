@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kmirror.config import clients, oauth
+from kmirror.config.acls import AclSyncConfig
 from kmirror.config.cluster import ClusterConfig, ConfValue, Role
+from kmirror.config.control import ControlSettings
 from kmirror.config.dr import DEFAULT_GROUP_EXCLUDES, DrConfig
 from kmirror.config.exactly_once import (
     TIMEOUT_KEY,
@@ -25,11 +28,13 @@ from kmirror.config.exactly_once import (
 )
 from kmirror.config.schemas import SchemaSettings
 from kmirror.config.secret import unseal
+from kmirror.config.throttle import ThrottleSettings
 from kmirror.config.topics import (
     DEFAULT_TOPIC_EXCLUDES,
     HEARTBEATS_TOPIC,
     RenamePolicy,
     TopicSelection,
+    check_names,
     compile_pattern,
     split_patterns,
 )
@@ -104,6 +109,8 @@ class MirrorConfig:
     # The progress book's compacted topic on the target; empty: the default (`progress_topic`).
     progress_topic_name: str = ""
     metrics_port: int = 9404
+    # Also export MirrorMaker 2's metric names (kmirror.metrics.mm2), for dashboards made for it.
+    mm2_metric_names: bool = False
     log_level: str = "INFO"
     log_json: bool = False
     log_pattern: str | None = None
@@ -111,7 +118,11 @@ class MirrorConfig:
     # Transactions on the target holding each partition's progress record (architecture.md).
     exactly_once: bool = False
     dr: DrConfig = field(default_factory=DrConfig)
+    acls: AclSyncConfig = field(default_factory=AclSyncConfig)  # ACL sync (config/acls.py)
     schemas: SchemaSettings | None = None  # schema registry mirroring (config/schemas.py)
+    # The control API on the metrics port (config/control.py; off without a credential).
+    control: ControlSettings = field(default_factory=ControlSettings)
+    throttle: ThrottleSettings = field(default_factory=ThrottleSettings)  # config/throttle.py
     # Startup warnings collected while parsing (unknown keys, overridden settings, ...).
     notes: tuple[str, ...] = ()
 
@@ -217,7 +228,21 @@ class MirrorConfig:
         return timeout_ms(given, self.offset_commit_interval_ms)
 
     def target_topic(self, source_topic: str) -> str:
+        """The one mapping from a source topic to its target topic (RenamePolicy)."""
         return self.rename.target_topic(source_topic)
+
+    def source_topic(self, target_topic: str, sources: Iterable[str]) -> str | None:
+        """The same mapping backwards, among candidate source topics (RenamePolicy)."""
+        return self.rename.source_topic(target_topic, sources)
+
+    def target_names(self, sources: Iterable[str]) -> dict[str, str]:
+        """Selected source topic -> target topic, refusing collisions and loops (TopicError,
+        config.topics.check_names): what the mirror subscribes to and `kmirror check` shows."""
+        reserved = [self.progress_topic, self.rename.checkpoints_topic]
+        if self.dr.emit_heartbeats:
+            reserved.append(HEARTBEATS_TOPIC)
+        same = _servers(self.source.bootstrap_servers) == _servers(self.target.bootstrap_servers)
+        return check_names(self.topics, self.rename, sources, same_cluster=same, reserved=reserved)
 
     @property
     def progress_topic(self) -> str:
@@ -225,5 +250,21 @@ class MirrorConfig:
         default exclusions (and kmirror's) never mirror it."""
         return self.progress_topic_name or f"kmirror-progress.{self.group_id}.internal"
 
+    @property
+    def flow(self) -> str:
+        """The flow's name, `source->target` by cluster alias (MM2's `A->B`): the `flow` label
+        of the metrics and the key of a flow in the control API."""
+        return f"{self.source.alias}->{self.target.alias}"
+
+    @property
+    def control_topic(self) -> str:
+        """Where paused topics, a drain and throttles set at run time are kept on the target
+        (kmirror.control.store), beside the progress topic."""
+        return f"kmirror-control.{self.group_id}.internal"
+
     def excluded_config(self, name: str) -> bool:
         return any(re.fullmatch(p, name) for p in self.config_excludes)
+
+
+def _servers(bootstrap: str) -> frozenset[str]:
+    return frozenset(s.strip().lower() for s in bootstrap.split(",") if s.strip())

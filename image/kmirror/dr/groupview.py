@@ -8,6 +8,7 @@ from typing import Any
 
 from kmirror.config.model import MirrorConfig
 from kmirror.dr import store
+from kmirror.dr.failback import Back, failback_plan
 from kmirror.dr.translate import checkpoints_for, latest_checkpoints, marker
 from kmirror.errors import ClusterError, GroupError
 from kmirror.kafka.cluster import Cluster
@@ -26,13 +27,17 @@ class Row:
     target_committed: int | None  # the group on the target now
     target_end: int | None
     lag: int | None  # records on the target after the checkpoint (to read after failover)
+    # Where `kmirror failback` would set the group on the source topic (None: cannot say).
+    failback: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def offsets(config: MirrorConfig, group: str) -> list[Row]:
-    """Read-only: everything known about `group`. Raises GroupError when nothing is."""
+def offsets(config: MirrorConfig, group: str, reverse: MirrorConfig | None = None) -> list[Row]:
+    """Read-only: everything known about `group`, the failback translation of its positions
+    on the target included (`reverse`: the B->A flow, kmirror.dr.failback). Raises GroupError
+    when nothing is known."""
     target = Cluster(config, "target")
     try:
         cps = latest_checkpoints(store.read_checkpoints(config), group)
@@ -41,6 +46,7 @@ def offsets(config: MirrorConfig, group: str) -> list[Row]:
         cps = {}
     # (target topic, partition) -> (source topic, source committed, translated or None)
     live: dict[tuple[str, int], tuple[str, int, int | None]] = {}
+    books = None
     try:
         books = store.read_progress(config)
         source = Cluster(config, "source").committed(group, books)
@@ -50,7 +56,14 @@ def offsets(config: MirrorConfig, group: str) -> list[Row]:
             live[(config.target_topic(topic), partition)] = (topic, offset, down)
     except (GroupError, ClusterError) as exc:
         log.warning("live translation unavailable: %s", exc)
-    keys = sorted({(c.topic, c.partition) for c in cps.values()} | set(live))
+    back: dict[tuple[str, int], Back] = {}
+    if books is not None:
+        try:
+            plan = failback_plan(config, group, reverse, books)
+            back = {(b.target_topic, b.partition): b for b in plan}
+        except (GroupError, ClusterError) as exc:
+            log.debug("no failback translation: %s", exc)
+    keys = sorted({(c.topic, c.partition) for c in cps.values()} | set(live) | set(back))
     if not keys:
         raise GroupError(
             f"nothing known about group {group}: no checkpoints for it in "
@@ -64,6 +77,8 @@ def offsets(config: MirrorConfig, group: str) -> list[Row]:
     for topic, partition in keys:
         cp = cps.get((group, topic, partition))
         src_topic, upstream, translated = live.get((topic, partition), (None, None, None))
+        fb = back.get((topic, partition))
+        src_topic = src_topic or (fb.source_topic if fb is not None else None)
         end = ends.get((topic, partition))
         down = cp.downstream_offset if cp is not None else translated
         rows.append(
@@ -79,6 +94,7 @@ def offsets(config: MirrorConfig, group: str) -> list[Row]:
                 else None,
                 target_end=end,
                 lag=None if end is None or down is None else max(end - down, 0),
+                failback=fb.after if fb is not None else None,
             )
         )
     return rows

@@ -20,16 +20,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NamedTuple
 
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
-    AdminClient,
-    ConfigResource,
-    NewTopic,
-    OffsetSpec,
-)
 
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import ClusterError
 from kmirror.kafka import clients
+from kmirror.kafka.admin import (
+    AdminClient,
+    ConfigResource,
+    NewTopic,
+    earliest,
+    latest,
+)
 from kmirror.partitions import Partition
 
 log = logging.getLogger(__name__)
@@ -142,7 +143,7 @@ class Cluster:
             else IsolationLevel.READ_UNCOMMITTED
         )
         result: dict[str, dict[Partition, int]] = {}
-        specs = (("low", OffsetSpec.earliest()), ("high", OffsetSpec.latest()))  # type: ignore[no-untyped-call]
+        specs = (("low", earliest()), ("high", latest()))
         for name, spec in specs:
             request = {TopicPartition(t, p): spec for t, p in wanted}
             try:
@@ -159,7 +160,7 @@ class Cluster:
 
     def ends(self, tps: Iterable[Partition]) -> dict[Partition, int]:
         """The high watermark of each partition that answers (a deleted topic has none)."""
-        asked = {TopicPartition(t, p): OffsetSpec.latest() for t, p in sorted(set(tps))}  # type: ignore[no-untyped-call]
+        asked = {TopicPartition(t, p): latest() for t, p in sorted(set(tps))}
         if not asked:
             return {}
         out: dict[Partition, int] = {}

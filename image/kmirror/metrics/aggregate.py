@@ -1,7 +1,9 @@
-"""One scrape endpoint for N stream processes.
+"""One scrape endpoint for N stream processes of one or more flows.
 
 Each stream periodically sends a snapshot of its registry (plain tuples, picklable) to the
-supervisor; the supervisor re-exposes the latest snapshot of every stream with a `stream` label.
+supervisor; the supervisor re-exposes the latest snapshot of every stream with its `flow` and
+`stream` labels. The supervisor's per-flow services (disaster recovery, topic config sync,
+schemas) register in a registry per flow, exposed with the `flow` label (FlowsCollector).
 Nothing is summed here: Prometheus aggregates (`sum by (topic)`), and a restarted stream simply
 looks like a counter reset.
 """
@@ -42,21 +44,55 @@ def snapshot(registry: CollectorRegistry) -> list[FamilySnapshot]:
 class StreamsCollector(Collector):
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._latest: dict[int, list[FamilySnapshot]] = {}
+        self._latest: dict[tuple[str, int], list[FamilySnapshot]] = {}
 
-    def update(self, stream: int, families: list[FamilySnapshot]) -> None:
+    def update(self, stream: int, families: list[FamilySnapshot], flow: str) -> None:
         with self._lock:
-            self._latest[stream] = families
+            self._latest[(flow, stream)] = families
+
+    def latest(self) -> dict[tuple[str, int], list[FamilySnapshot]]:
+        """Each (flow, stream)'s latest snapshot."""
+        with self._lock:
+            return dict(self._latest)
+
+    def collect(self) -> Iterator[Metric]:
+        latest = self.latest()
+        merged: dict[str, Metric] = {}
+        for (flow, stream), families in sorted(latest.items()):
+            extra = {"flow": flow, "stream": str(stream)}
+            _merge(merged, families, extra)
+        yield from merged.values()
+
+
+class FlowsCollector(Collector):
+    """A registry per flow and service, exposed with the `flow` label."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._registries: dict[tuple[str, str], CollectorRegistry] = {}
+
+    def registry(self, flow: str, service: str) -> CollectorRegistry:
+        """A service's registry in a flow; a new one replaces the service's old one (a service
+        restarted by a reload starts its counters again, like a restarted process)."""
+        with self._lock:
+            registry = self._registries[(flow, service)] = CollectorRegistry()
+        return registry
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
-            latest = dict(self._latest)
+            registries = sorted(self._registries.items())
         merged: dict[str, Metric] = {}
-        for stream, families in sorted(latest.items()):
-            for fam in families:
-                metric = merged.get(fam.name)
-                if metric is None:
-                    metric = merged[fam.name] = Metric(fam.name, fam.documentation, fam.type)
-                for name, labels, value in fam.samples:
-                    metric.add_sample(name, {**labels, "stream": str(stream)}, value)
+        for (flow, _), registry in registries:
+            _merge(merged, snapshot(registry), {"flow": flow})
         yield from merged.values()
+
+
+def _merge(
+    merged: dict[str, Metric], families: list[FamilySnapshot], extra: dict[str, str]
+) -> None:
+    for fam in families:
+        metric = merged.get(fam.name)
+        if metric is None:
+            metric = merged[fam.name] = Metric(fam.name, fam.documentation, fam.type)
+        for name, labels, value in fam.samples:
+            metric.add_sample(name, {**labels, **extra}, value)

@@ -13,6 +13,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from kmirror.metrics.partitions import PartitionFigures
+
 # Replication latency spans milliseconds (steady state) to minutes (catching up a backlog).
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900)
 
@@ -83,7 +85,9 @@ class LibrdkafkaStats(Collector):
 class WorkerMetrics:
     """Every metric a stream updates. Tests build one on a fresh CollectorRegistry."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self, registry: CollectorRegistry | None = None, partitions: PartitionFigures | None = None
+    ) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.records = Counter(
@@ -131,6 +135,13 @@ class WorkerMetrics:
             "Source partitions this stream copies",
             registry=r,
         )
+        self.throttled_seconds = Counter(
+            "kmirror_mirror_throttled_seconds",
+            "Time partitions of a topic waited for the throttle, by class (backlog: catching "
+            "up; tail: keeping up with live records)",
+            ["topic", "kind"],
+            registry=r,
+        )
         self._last_commit = time.time()
         Gauge(
             "kmirror_mirror_seconds_since_last_commit",
@@ -139,6 +150,13 @@ class WorkerMetrics:
         ).set_function(lambda: time.time() - self._last_commit)
         self.stats = LibrdkafkaStats()
         r.register(self.stats)
+        # Per target partition figures, only for MirrorMaker 2's metric names (--mm2-metric-names)
+        self.partitions = partitions
+        if partitions is not None:
+            r.register(partitions)
+
+    def throttled(self, topic: str, kind: str, seconds: float) -> None:
+        self.throttled_seconds.labels(topic, kind).inc(seconds)
 
     def committed(self) -> None:
         self._last_commit = time.time()

@@ -19,10 +19,12 @@ from typing import Protocol, runtime_checkable
 from confluent_kafka import Consumer, KafkaError
 
 from kmirror.config.model import MirrorConfig
+from kmirror.control.gate import Gate
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.latch import FailureLatch
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import ProgressBook
+from kmirror.schemas.translator import SchemaTranslator
 
 CONSUME_BATCH = 5000
 CONSUME_TIMEOUT_S = 0.2
@@ -71,8 +73,12 @@ class CopierContext:
     error_cb: Callable[[KafkaError], None]  # the stream's client error handler
     check: Callable[[], None]  # act on the latch now (may raise, may rewind)
     client_errors: list[KafkaError]  # start-up errors for the connection check
+    # Schema IDs in keys and values (kmirror.schemas), both paths; None when not mirrored.
+    schemas: SchemaTranslator | None = None
     consume_batch: int = CONSUME_BATCH
     consume_timeout_s: float = CONSUME_TIMEOUT_S
+    # Paused topics, drains, throttles (kmirror.control.gate); None: nothing limits the copy.
+    gate: Gate | None = None
 
 
 CopierFactory = Callable[[CopierContext], Copier]

@@ -1,37 +1,58 @@
 """Which copier a mirror runs (`--engine record|batch|auto`, and `--exactly-once`): one
-decision, made by the supervisor before anything starts (a refusal is a clear ConfigError)
-and again, quietly, by each stream."""
+decision (`plan_for`), made by the supervisor before anything starts (a refusal is a clear
+ConfigError) and handed to each stream process as a plain, picklable `Plan`. A stream builds
+the copier its plan names (`Plan.copier`) and decides nothing again."""
 
 from __future__ import annotations
 
-import functools
 import logging
+from dataclasses import dataclass
+from typing import Literal
 
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import ConfigError
 from kmirror.kafka.wireconf import connection_args
 from kmirror.mirror.contract import CopierFactory
+from kmirror.mirror.exactly_once import TransactionalCopier
 from kmirror.mirror.exactly_once_hybrid import TransactionalHybridCopier
 from kmirror.mirror.hybrid import HybridCopier
 from kmirror.mirror.record_copier import RecordCopier
 
 log = logging.getLogger(__name__)
 
+Path = Literal["record", "hybrid"]
 
-def engine_for(config: MirrorConfig, *, announce: bool = True) -> CopierFactory:
-    """The copier factory for config.engine. `batch` refuses what the batch path cannot do
-    (ConfigError naming the fix); `auto` takes the record path for it, with one log line
-    (`announce`: the supervisor's; its streams ask again quietly)."""
+_COPIERS: dict[tuple[Path, bool], CopierFactory] = {
+    ("record", False): RecordCopier,
+    ("record", True): TransactionalCopier,
+    ("hybrid", False): HybridCopier,
+    ("hybrid", True): TransactionalHybridCopier,
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What every stream of a mirror runs: the record path alone, or the hybrid (the batch path,
+    the record path where batches cannot be copied); with transactions or not."""
+
+    path: Path
+    exactly_once: bool
+
+    @property
+    def copier(self) -> CopierFactory:
+        return _COPIERS[(self.path, self.exactly_once)]
+
+
+def plan_for(config: MirrorConfig) -> Plan:
+    """The plan for config.engine. `batch` refuses what the batch path cannot do (ConfigError
+    naming the fix); `auto` takes the record path for it, with one log line."""
     if config.engine == "record":
-        return RecordCopier
+        return Plan("record", config.exactly_once)
     why = None
     if not config.keeps_partitions:  # ("batch" with hash is refused by the config model)
         why = "--partitioning hash re-partitions records"
     elif config.dr.provenance_header:
         why = "the provenance header changes every record's headers"
-    elif config.schemas is not None:
-        # The batch path's rewrite of schema IDs (issue 23) is not there yet.
-        why = "schema mirroring rewrites or checks the schema ID of every record"
     else:
         try:
             connection_args(config.consumer_conf(), "source", 1)
@@ -44,8 +65,6 @@ def engine_for(config: MirrorConfig, *, announce: bool = True) -> CopierFactory:
                 f"--engine batch cannot copy this mirror: {why}. Use --engine auto (the "
                 "record path where batches cannot be copied) or --engine record"
             )
-        if announce:
-            log.info("engine auto: the record path copies everything (%s)", why)
-        return RecordCopier
-    hybrid = TransactionalHybridCopier if config.exactly_once else HybridCopier
-    return functools.partial(hybrid, adaptive=config.engine == "auto")
+        log.info("engine auto: the record path copies everything (%s)", why)
+        return Plan("record", config.exactly_once)
+    return Plan("hybrid", config.exactly_once)

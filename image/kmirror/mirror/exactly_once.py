@@ -33,6 +33,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer, Topic
 
 from kmirror.errors import KmirrorError, MirrorError
 from kmirror.kafka import clients
+from kmirror.kafka.message import position
 from kmirror.kafka.transactions import FENCED_LOG, INIT_TIMEOUT_S, refused
 from kmirror.mirror.contract import CopierContext
 from kmirror.mirror.record_copier import RecordCopier
@@ -168,7 +169,8 @@ class TransactionalCopier(RecordCopier):
             if m.error() is not None:
                 errors.append(m)
             else:
-                groups.setdefault((m.topic(), m.partition()), []).append(m)  # type: ignore[arg-type]
+                topic, partition, _ = position(m)
+                groups.setdefault((topic, partition), []).append(m)
         if errors:
             super()._copy(errors)  # consume errors: recorded, nothing produced
         rewinds = self._rewinds

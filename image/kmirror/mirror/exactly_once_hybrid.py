@@ -6,10 +6,9 @@ LogAppendTime, a start inside a batch) moves to the record path's transactional 
 (TransactionalCopier, exactly_once.py) at the exact offset: the batch path first commits the
 partition's transaction with its progress record at that offset, then the record path's
 producer initialises the same transactional id (fencing the batch-path session, which is
-done) and copies on from there. With `--engine auto` a partition whose source batches stay
-small (kmirror.mirror.batch.sizes) is handed over the same way. Under exactly-once a partition
-stays on the record path until it is assigned again (no probing back): moving back would need
-the same commit-then-hand-over at a clean point, which is not built.
+done) and copies on from there. Under exactly-once a partition stays on the record path until
+it is assigned again (no probing back): moving back would need the same commit-then-hand-over
+at a clean point, which is not built.
 """
 
 from __future__ import annotations
@@ -18,12 +17,10 @@ import logging
 import time
 from collections.abc import Iterable
 
-from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.mirror.batch.exactly_once import TransactionalBatchCopier
 from kmirror.mirror.contract import CopierContext
 from kmirror.mirror.exactly_once import TransactionalCopier
 from kmirror.mirror.hybrid import HybridCopier
-from kmirror.mirror.record_copier import RecordCopier
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import ProgressBook
 
@@ -33,19 +30,13 @@ HANDOVER_TIMEOUT_S = 30.0
 
 
 class TransactionalHybridCopier(HybridCopier):
-    def __init__(self, ctx: CopierContext, *, adaptive: bool) -> None:
-        super().__init__(ctx, adaptive=adaptive)
-        self.router.probe = False
-        self._txn_record: TransactionalCopier = self._record  # type: ignore[assignment]
-        self._txn_batch: TransactionalBatchCopier = self._batch  # type: ignore[assignment]
-
-    def _record_copier(self, ctx: CopierContext) -> RecordCopier:
-        return TransactionalCopier(ctx)
-
-    def _batch_copier(self, ctx: CopierContext) -> BatchCopier:
-        return TransactionalBatchCopier(
-            ctx.config, ctx.book, ctx.metrics, leave_small=self._adaptive
+    def __init__(self, ctx: CopierContext) -> None:
+        self._txn_record = TransactionalCopier(ctx)
+        self._txn_batch = TransactionalBatchCopier(
+            ctx.config, ctx.book, ctx.metrics, schemas=ctx.schemas
         )
+        super().__init__(ctx, self._txn_record, self._txn_batch)
+        self.router.probe = False
 
     # -- the transactional copier's shape (Stream: open before the progress read, commit) --
 

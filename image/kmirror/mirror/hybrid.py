@@ -2,21 +2,17 @@
 (kmirror.mirror.contract), per partition. Which mirrors run it: kmirror.mirror.engine.
 
 Every assigned partition starts on the batch path (kmirror.mirror.batch): the group consumer
-keeps it paused, the batch copier fetches and produces it. A partition moves to the record path
-(RecordCopier, the same consumer and a confluent-kafka producer) when
+keeps it paused, the batch copier fetches and produces it (small source batches merged into
+larger ones). A partition moves to the record path (RecordCopier, the same consumer and a
+confluent-kafka producer) when the batch path cannot copy a batch byte for byte (a *fallback*:
+compacted batches, old message formats, LogAppendTime, a position inside a batch). The batch
+copier stops the partition at that batch once everything before it is acknowledged; the record
+path continues at exactly that offset (seek, resume): no gap, no duplicate, and the progress
+book keeps the partition.
 
-- the batch path cannot copy a batch byte for byte (a *fallback*: compacted batches, old message
-  formats, LogAppendTime, a position inside a batch). The batch copier stops the partition at
-  that batch once everything before it is acknowledged; the record path continues at exactly
-  that offset (seek, resume): no gap, no duplicate, and the progress book keeps the partition;
-- (`--engine auto` only) its source batches stay small: below SMALL_BATCH_RECORDS records per
-  batch a producer that re-batches is cheaper (kmirror.mirror.batch.sizes). The batch copier
-  judges each partition after its first SMALL_BATCH_SAMPLES batches and hands it over the same
-  way as a fallback, at the exact offset.
-
-A partition on the record path tries the batch path again after a backoff (batches may have
-grown, a compacted stretch may be behind), only at a clean point, so the book's acknowledged
-offset is the exact position where the batch path starts.
+A partition on the record path tries the batch path again after a backoff (a compacted stretch
+may be behind), only at a clean point, so the book's acknowledged offset is the exact position
+where the batch path starts.
 
 A batch the target did not acknowledge (a timeout, an unexpected refusal) goes into the failure
 latch like a record path failure: the stream stops (abort.on.send.failure=true) or rewinds every
@@ -35,6 +31,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kmirror.mirror.batch.copier import BatchCopier
+from kmirror.mirror.batch.gating import BatchGate
 from kmirror.mirror.batch.producer import BatchSendError
 from kmirror.mirror.contract import CopierContext
 from kmirror.mirror.record_copier import RecordCopier
@@ -44,6 +41,9 @@ log = logging.getLogger(__name__)
 
 PROBE_BACKOFF_S = 30.0  # first wait before a record-path partition tries the batch path again
 MAX_PROBE_BACKOFF_S = 600.0
+# Batches a partition copies on the batch path before a later move back starts its backoff
+# afresh: it was not just one batch between two compacted stretches.
+PAID_OFF_BATCHES = 64
 # The batch step's wait while the record path also has partitions. Records the consumer fetched
 # for the record path wait in its queue until the loop comes round, so while the record path is
 # busy (it copied something in the last BUSY_S) the wait is short: with 20 ms throughout, the
@@ -114,14 +114,25 @@ class Router:
 
 
 class HybridCopier:
-    def __init__(self, ctx: CopierContext, *, adaptive: bool) -> None:
+    def __init__(
+        self,
+        ctx: CopierContext,
+        record: RecordCopier | None = None,
+        batch: BatchCopier | None = None,
+    ) -> None:
+        """`record`, `batch`: the two paths' copiers (exactly-once passes its transactional
+        ones); by default the plain ones."""
         self._ctx = ctx
         self._consumer = ctx.consumer
         self._book = ctx.book
-        self._record = self._record_copier(ctx)
+        self._record = record if record is not None else RecordCopier(ctx)
         self._record.only = set()
-        self._adaptive = adaptive
-        self._batch = self._batch_copier(ctx)
+        self._batch = (
+            batch
+            if batch is not None
+            else BatchCopier(ctx.config, ctx.book, ctx.metrics, schemas=ctx.schemas)
+        )
+        self._batch.gating = BatchGate(ctx.gate)  # paused topics, drains, throttles
         self.router = Router()
         self._wait_s = ctx.consume_timeout_s
         self._pause: set[SourcePartition] = (
@@ -131,12 +142,6 @@ class HybridCopier:
         self._clean = False  # the last flush found nothing outstanding, nothing sent since
         self._record_busy_until = 0.0  # the record path copied something: short waits till then
         ctx.metrics.stats.elsewhere = self._batch_lag
-
-    def _record_copier(self, ctx: CopierContext) -> RecordCopier:
-        return RecordCopier(ctx)
-
-    def _batch_copier(self, ctx: CopierContext) -> BatchCopier:
-        return BatchCopier(ctx.config, ctx.book, ctx.metrics, leave_small=self._adaptive)
 
     # -- the Copier shape ----------------------------------------------------------------------
 
@@ -282,7 +287,7 @@ class HybridCopier:
         """At a clean point: record-path partitions whose backoff is over try the batch path."""
         now = time.monotonic()
         for key in self.router.batch_keys():
-            if self._batch.sizes.pays_off(key):
+            if self._batch.copied_batches(key) >= PAID_OFF_BATCHES:
                 self.router.paid_off(key)
         due = {k: b.acked for k in self.router.due(now) if (b := self._book.get(*k)) is not None}
         if due:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError
 
 from kmirror.config.model import MirrorConfig
-from kmirror.kafka import clients
+from kmirror.kafka.writer import AckedWriter
 from kmirror.mirror.topics import ADMIN_TIMEOUT_S, TopicManager
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import PartitionBook, ProgressBook
@@ -32,9 +32,8 @@ class ProgressStore:
         self.topic = config.progress_topic
         self._config = config
         self._topics = topics
-        self._producer: Producer | None = None
+        self._writer = AckedWriter(config)
         self._reader = ProgressReader(config)
-        self._failures: list[KafkaError] = []
 
     def ensure(self, online_timeout: float = ADMIN_TIMEOUT_S) -> None:
         """Create the topic (compacted) when missing; wait until it answers (raises
@@ -50,44 +49,12 @@ class ProgressStore:
     ) -> KafkaError | None:
         """Write these partitions' records; None once the target acknowledged all of them,
         else the first error (nothing may be committed then)."""
-        producer = self._writer()
-        self._failures.clear()
-        for topic, partition in keys:
-            pb = book.get(topic, partition)
-            if pb is None:
-                continue
-            key, value = encode_record(topic, partition, pb)
-            produce_ok = False
-            while not produce_ok:
-                try:
-                    producer.produce(self.topic, value, key)
-                    produce_ok = True
-                except BufferError:
-                    producer.poll(0.05)
-        remaining = producer.flush(timeout)
-        if self._failures:
-            return self._failures[0]
-        if remaining:
-            return KafkaError(KafkaError._MSG_TIMED_OUT, f"{remaining} progress record(s)")
-        return None
-
-    def _writer(self) -> Producer:
-        if self._producer is None:
-            self._producer = clients.producer(
-                self._config,
-                {
-                    "linger.ms": "0",  # a commit waits for these few records
-                    "on_delivery": self._on_delivery,
-                    # librdkafka's default: the same key in the same partition, whatever
-                    # --partitioning says (a progress topic may have more than one partition).
-                    "partitioner": None,
-                },
-            )
-        return self._producer
-
-    def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
-        if err is not None:
-            self._failures.append(err)
+        records = [
+            encode_record(topic, partition, pb)
+            for topic, partition in keys
+            if (pb := book.get(topic, partition)) is not None
+        ]
+        return self._writer.send(self.topic, records, timeout)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -107,6 +74,5 @@ class ProgressStore:
         return {key: books[key] for key in keys if key in books}
 
     def close(self, timeout: float) -> None:
-        if self._producer is not None:
-            self._producer.flush(timeout)
+        self._writer.close(timeout)
         self._reader.close()

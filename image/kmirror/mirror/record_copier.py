@@ -33,16 +33,17 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from kmirror.control.gate import Gate
 from kmirror.errors import SendError, TopicError
 from kmirror.kafka import clients
 from kmirror.kafka.connect import await_metadata
+from kmirror.kafka.message import position
 from kmirror.mirror import latch as rules
 from kmirror.mirror.contract import CopierContext
+from kmirror.mirror.gating import RecordGate
 from kmirror.mirror.provenance import stamp
-from kmirror.mirror.topics import TopicManager
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import PartitionBook
-from kmirror.schemas import translator_for
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +104,9 @@ class RecordCopier:
         self.producer = clients.producer(
             config, {"on_delivery": self._on_delivery, "error_cb": ctx.error_cb}
         )
-        # Schema IDs in keys and values (kmirror.schemas); None when schemas are not mirrored.
-        self._schemas = translator_for(config, ctx.metrics.registry, self._compacted_topic)
+        # Paused topics, drains, throttles (kmirror.mirror.gating).
+        self._gating = RecordGate(ctx.gate or Gate(), ctx.consumer)
+        self._schemas = ctx.schemas
 
     # -- the Copier shape ----------------------------------------------------------------------
 
@@ -117,16 +119,13 @@ class RecordCopier:
             "target",
             self._config.target.bootstrap_servers,
         )
-        if self._schemas is not None:
-            self._schemas.start()
-
-    def _compacted_topic(self, topic: str) -> None:
-        TopicManager(self._config).ensure_internal(topic, 1, {"cleanup.policy": "compact"})
 
     def assign(self, starts: Mapping[SourcePartition, int]) -> None:
         """The consumer's assignment already starts at these offsets."""
 
     def revoke(self, keys: Iterable[SourcePartition]) -> None:
+        keys = list(keys)
+        self._gating.forget(keys)
         busy = False
         for topic, partition in keys:
             per = self._flight.get(self._target(topic))
@@ -138,7 +137,12 @@ class RecordCopier:
             self.producer.flush(self._flush_timeout)
 
     def step(self) -> None:
+        gating = self._gating
+        if gating.busy():
+            gating.regate(self.only if self.only is not None else set(self._book.keys()))
         msgs = self._next_batch()
+        if msgs and gating.active:
+            msgs = gating.admit(msgs)
         self.consumed = len(msgs)
         if msgs:
             self._copy(msgs)
@@ -159,9 +163,9 @@ class RecordCopier:
         if not parts or self._consuming:
             return
         asked = [TopicPartition(t, p) for (t, p), _ in parts]
-        for tp, (_, book) in zip(self._consumer.position(asked), parts, strict=True):
+        for tp, (key, book) in zip(self._consumer.position(asked), parts, strict=True):
             if tp.offset >= 0:
-                book.skip(tp.offset)
+                book.skip(self._gating.clamp(key, tp.offset))
 
     def rewind(self, positions: Mapping[SourcePartition, int]) -> None:
         # Called after a flush: nothing is in flight. What failed is forgotten unsettled; the
@@ -170,11 +174,10 @@ class RecordCopier:
         self._flight.clear()
         for (topic, partition), offset in positions.items():
             self._consumer.seek(TopicPartition(topic, partition, offset))
+        self._gating.rewound(positions)
 
     def close(self, timeout: float) -> None:
         self.producer.flush(timeout)
-        if self._schemas is not None:
-            self._schemas.close()
 
     def _target(self, topic: str) -> str:
         return self._targets.get(topic) or self._config.target_topic(topic)
@@ -187,7 +190,7 @@ class RecordCopier:
         with a timeout would hold a trickle of records back for up to the timeout."""
         self._consuming = True
         try:
-            msgs = self._consumer.consume(self._batch, 0)
+            msgs = self._consumer.consume(self._gating.batch(self._batch), 0)
             return msgs or self._consumer.consume(1, self.consume_timeout_s)
         finally:
             self._consuming = False
@@ -202,16 +205,20 @@ class RecordCopier:
         rewinds = self._rewinds
         origin = self._origin
         schemas = self._schemas
+        # MM2's record age (--mm2-metric-names): when read, per target partition, which only
+        # --partitioning same knows before the target acknowledges.
+        figures = self._metrics.partitions if same else None
+        read_at = time.time()
         for m in msgs:
             err = m.error()
             if err is not None:
                 self._consume_error(err)
                 continue
-            topic: str = m.topic()  # type: ignore[assignment]  # set on every fetched record
+            topic, partition, offset = position(m)
             dst = targets.get(topic) or self._config.target_topic(topic)
             key, value = m.key(), m.value()
             if schemas is not None:
-                key, value = schemas.record(key, value, topic, m.partition(), m.offset())  # type: ignore[arg-type]
+                key, value = schemas.record(key, value, topic, partition, offset)
             ts_type, ts = m.timestamp()
             headers = m.headers()
             if origin is not None:  # opt-in provenance header (kmirror/mirror/provenance.py)
@@ -224,8 +231,6 @@ class RecordCopier:
                 "headers": headers,
                 "timestamp": ts if ts_type != TIMESTAMP_NOT_AVAILABLE else 0,
             }
-            partition: int = m.partition()  # type: ignore[assignment]
-            offset: int = m.offset()  # type: ignore[assignment]
             flight: _InFlight | None = None
             if same:
                 kwargs["partition"] = partition
@@ -242,6 +247,8 @@ class RecordCopier:
                         # it from the last commit.
                         continue
                     flight = per[partition] = _InFlight(book)
+                if figures is not None and ts_type != TIMESTAMP_NOT_AVAILABLE and ts > 0:
+                    figures.read(dst, partition, max(read_at - ts / 1000.0, 0.0))
             while True:
                 try:
                     produce(dst, **kwargs)
@@ -315,9 +322,10 @@ class RecordCopier:
     def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
         source = -1
         flight = None
+        topic, partition, target = position(msg)
         if self._same:
-            per = self._flight.get(msg.topic())  # type: ignore[arg-type]
-            flight = per.get(msg.partition()) if per is not None else None  # type: ignore[arg-type]
+            per = self._flight.get(topic)
+            flight = per.get(partition) if per is not None else None
             if flight is not None and flight.runs:
                 run = flight.runs[0]
                 source = run[0]
@@ -327,11 +335,10 @@ class RecordCopier:
                     flight.runs.popleft()
         if err is not None:
             size = len(msg.key() or b"") + len(msg.value() or b"")
-            self._latch.send_failed(str(msg.topic()), int(msg.partition() or 0), err, size)
+            self._latch.send_failed(topic, partition, err, size)
             self._metrics.send_errors.labels(err.name()).inc()
             return
         if source >= 0 and flight is not None:
-            target: int = msg.offset()  # type: ignore[assignment]
             n = flight.n
             if n and source == flight.s + n and target == flight.t + n:
                 flight.n = n + 1
@@ -339,6 +346,17 @@ class RecordCopier:
                 flight.settle()
                 flight.s, flight.t, flight.n = source, target, 1
         self._acked += 1
+        figures = self._metrics.partitions
+        if figures is not None:
+            # Every record (MM2's per-partition latency is not sampled): only when asked for.
+            ts_type, ts = msg.timestamp()
+            latency = (
+                max(time.time() - ts / 1000.0, 0.0)
+                if ts_type != TIMESTAMP_NOT_AVAILABLE and ts > 0
+                else None
+            )
+            size = len(msg.key() or b"") + len(msg.value() or b"")
+            figures.acknowledged(topic, partition, 1, size, latency)
         if not self._acked & LATENCY_SAMPLE_MASK:
             ts_type, ts = msg.timestamp()
             if ts_type != TIMESTAMP_NOT_AVAILABLE and ts > 0:

@@ -10,7 +10,7 @@ Any send failure means: commit nothing more; abort (exit 1) or rewind and retry.
 mirror/exactly_once.py on the record path, mirror/exactly_once_hybrid.py on --engine batch|auto).
 
     Stream.run ── Subscription (group membership, topics, start offsets)
-               ├─ Copier (RecordCopier: consume, produce, delivery reports)
+               ├─ Copier (the one the supervisor's plan names: kmirror.mirror.engine)
                ├─ ProgressBook (per partition: acknowledged, committed, source->target runs)
                │   └─ ProgressStore (the book persisted on the target, written before commits)
                ├─ Committer (a commit point: progress records, then the source group)
@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
 from kmirror.config.model import MirrorConfig
+from kmirror.control.gate import Gate
 from kmirror.errors import CommitError
 from kmirror.kafka import clients
 from kmirror.kafka.connect import CONNECT_TIMEOUT_S, await_metadata
@@ -42,19 +43,19 @@ from kmirror.mirror.contract import (
     Transactional,
     Tuning,
 )
-from kmirror.mirror.exactly_once import TransactionalCopier
 from kmirror.mirror.latch import FailureLatch
 from kmirror.mirror.progress_store import ProgressStore
-from kmirror.mirror.record_copier import RecordCopier
 from kmirror.mirror.subscription import Start, StreamState, Subscription
 from kmirror.mirror.topics import PartitionsOfflineError, TopicManager
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import ProgressBook
+from kmirror.schemas import translator_for
 
 log = logging.getLogger(__name__)
 
 MAX_RETRY_BACKOFF_S = 30.0
 RETRY_ONLINE_S = 5.0
+DRAIN_COMMIT_S = 1.0
 
 
 class Stream:
@@ -63,10 +64,11 @@ class Stream:
         config: MirrorConfig,
         metrics: WorkerMetrics,
         stop: threading.Event,
-        stream_id: int = 0,
+        stream_id: int,
+        engine: CopierFactory,
         on_tick: Callable[[StreamState], None] | None = None,
         tuning: Tuning = DEFAULT_TUNING,
-        engine: CopierFactory = RecordCopier,
+        gate: Gate | None = None,
     ) -> None:
         self._config = config
         self._metrics = metrics
@@ -76,10 +78,14 @@ class Stream:
         self._tuning = tuning
         self._engine = engine
         self.state = StreamState()
+        # Paused topics, a drain, throttles (kmirror.control.gate): the stream process feeds it.
+        self.gate = gate or Gate()
         self._latch = FailureLatch(config.abort_on_send_failure)
         self._book = ProgressBook()
         self._topics = TopicManager(config)
         self._store = ProgressStore(config, self._topics)
+        # Schema IDs in keys and values, for both paths (None when schemas are not mirrored).
+        self._schemas = translator_for(config, metrics.registry, self._compacted_topic)
         self._committer = Committer(self._book, self._latch, metrics, stream_id)
         self._client_errors: list[KafkaError] = []  # for the start-up check (connect.py)
         self._consumer: Consumer | None = None
@@ -110,10 +116,7 @@ class Stream:
                 self.state,
                 self._id,
             )
-            factory = self._engine
-            if self._config.exactly_once and factory is RecordCopier:
-                factory = TransactionalCopier  # the record path's exactly-once copier
-            self._copier = factory(
+            self._copier = self._engine(
                 CopierContext(
                     self._config,
                     self._consumer,
@@ -125,8 +128,10 @@ class Stream:
                     error_cb=self._on_client_error,
                     check=self._check,
                     client_errors=self._client_errors,
+                    schemas=self._schemas,
                     consume_batch=self._tuning.consume_batch,
                     consume_timeout_s=self._tuning.consume_timeout_s,
+                    gate=self.gate,
                 )
             )
             if isinstance(self._copier, Transactional):
@@ -152,9 +157,18 @@ class Stream:
                 self._check()
                 if time.monotonic() - self._last_commit >= interval:
                     self._commit("interval")
+                elif self._drain_due():
+                    self._commit("drain")
             clean = True
         finally:
             self._shutdown(clean)
+
+    def _drain_due(self) -> bool:
+        """A drain (kmirror.control.gate) waits for this stream's partitions to be committed
+        up to their ends: commit every DRAIN_COMMIT_S until they are."""
+        if time.monotonic() - self._last_commit < DRAIN_COMMIT_S:
+            return False
+        return self.gate.draining({k: b.committed for k, b in self._book.items()})
 
     def _connect(self, consumer: Consumer, copier: Copier) -> None:
         """Start-up: both clusters answer, or a clear ClusterError (exit 3) in bounded time.
@@ -170,6 +184,11 @@ class Stream:
         )
         copier.connect(deadline)
         self._client_errors.clear()
+        if self._schemas is not None:
+            self._schemas.start()  # the persisted ID map, before any record is copied
+
+    def _compacted_topic(self, topic: str) -> None:
+        self._topics.ensure_internal(topic, 1, {"cleanup.policy": "compact"})
 
     def _ensure_store(self) -> None:
         """The progress topic answers. A leaderless partition is waited out (a starved or
@@ -332,8 +351,14 @@ class Stream:
             if self._copier is not None:
                 self._copier.close(0 if not clean else 5)
             self._store.close(0 if not clean else 5)
+            if self._schemas is not None:
+                self._schemas.close()
         # The last attempt counts: close() revokes, and the revocation commits again.
         return not self._uncommitted
+
+    def positions(self) -> dict[SourcePartition, tuple[int, int]]:
+        """Per owned partition (acknowledged, committed) source offsets: the live status."""
+        return {k: (b.acked, b.committed) for k, b in self._book.items()}
 
     # -- the subscription's listener -----------------------------------------------------------
 

@@ -147,6 +147,8 @@ class Subscription:
         selected = self._config.topics.select(set(source))
         self.state.selected = len(selected)
         if selected != self._subscribed:
+            # The one mapping; refuses two topics onto one target and loops before creating.
+            targets = self._config.target_names(selected)
             self._topics.ensure({t: source[t] for t in selected})
             if selected:
                 self._consumer.subscribe(
@@ -166,7 +168,7 @@ class Subscription:
                     self._config.topics.exclude,
                 )
             self._subscribed = selected
-            self.targets = {t: self._config.target_topic(t) for t in selected}
+            self.targets = targets
         elif {t: source[t] for t in selected} != self._source_counts:
             # Partition growth on the source: create the target partitions before the group
             # hands the new ones to anybody. Only on a change: the target is not asked every

@@ -22,17 +22,17 @@ import time
 from collections.abc import Mapping
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from kmirror.config.model import MirrorConfig
+from kmirror.kafka import clients
+from kmirror.kafka.admin import (
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
     ConfigSource,
 )
-from prometheus_client import CollectorRegistry, Counter, Gauge
-
-from kmirror.config.model import MirrorConfig
-from kmirror.kafka import clients
 
 log = logging.getLogger(__name__)
 

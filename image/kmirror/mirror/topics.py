@@ -11,18 +11,18 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
+
+from kmirror.config.model import MirrorConfig
+from kmirror.errors import ClusterError, TopicError
+from kmirror.kafka import clients
+from kmirror.kafka.admin import (
     AdminClient,
     ConfigResource,
     ConfigSource,
     NewPartitions,
     NewTopic,
-    OffsetSpec,
+    latest,
 )
-
-from kmirror.config.model import MirrorConfig
-from kmirror.errors import ClusterError, TopicError
-from kmirror.kafka import clients
 
 log = logging.getLogger(__name__)
 
@@ -187,8 +187,8 @@ class TopicManager:
         deadline = time.monotonic() + timeout
         last: object = None
         while pending:
-            latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-            asked = {TopicPartition(t, p): latest for t, p in sorted(pending)}
+            spec = latest()
+            asked = {TopicPartition(t, p): spec for t, p in sorted(pending)}
             for tp, fut in self.target.list_offsets(asked, request_timeout=10).items():
                 try:
                     fut.result()

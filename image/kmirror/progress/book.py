@@ -133,6 +133,11 @@ class PartitionBook:
         book cannot say (nothing copied yet, or the offset is beyond what was acknowledged)."""
         return translate(self.runs, source_offset, self.acked)
 
+    def translate_back(self, target_offset: int) -> int | None:
+        """Source offset where a consumer committed at target_offset on the target resumes on
+        the source (failback), or None when the book cannot say (see translate_back)."""
+        return translate_back(self.runs, target_offset, self.acked)
+
     def lag(self, source_end: int) -> tuple[int, int]:
         """(records not yet acknowledged, records not yet committed) against a source end."""
         committed = self.committed if self.committed >= 0 else self.acked
@@ -154,6 +159,25 @@ def translate(runs: list[Run], source_offset: int, acked: int) -> int | None:
     # In a gap after run i: the next copied record is the next run's first, or, after the
     # last run, the next record to be copied, which lands at the run's target end.
     return runs[i + 1].target_start if i + 1 < len(runs) else run.target_end
+
+
+def translate_back(runs: list[Run], target_offset: int, acked: int) -> int | None:
+    """The reverse of `translate`, exact: a consumer committed at target offset Y (the next
+    copy it would read) resumes on the source at the source offset of the first copy at a
+    target offset >= Y. Past the last copy that is `acked`: the first source record not yet
+    copied, which the consumer has not seen. None before the oldest run kept (or with no run):
+    the target offsets there may be copies whose runs were dropped, whose source offsets the
+    book no longer knows, and guessing could skip records."""
+    if not runs or target_offset < runs[0].target_start:
+        return None
+    starts = [r.target_start for r in runs]
+    i = bisect.bisect_right(starts, target_offset) - 1
+    run = runs[i]
+    if target_offset < run.target_end:
+        return run.source_start + (target_offset - run.target_start)
+    # Target offsets after run i that no run covers (another writer's records, copies a
+    # re-copy superseded): the next copy is the next run's first, or after the last, `acked`.
+    return runs[i + 1].source_start if i + 1 < len(runs) else acked
 
 
 class ProgressBook:
@@ -181,6 +205,9 @@ class ProgressBook:
 
     def __contains__(self, key: object) -> bool:
         return key in self._parts
+
+    def keys(self) -> set[SourcePartition]:
+        return set(self._parts)
 
     def items(self) -> list[tuple[SourcePartition, PartitionBook]]:
         return sorted(self._parts.items())

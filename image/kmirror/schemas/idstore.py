@@ -13,12 +13,10 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 
-from confluent_kafka import KafkaError, Message, Producer
-
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import ClusterError
-from kmirror.kafka import clients
 from kmirror.kafka.topicreader import TopicReader
+from kmirror.kafka.writer import AckedWriter
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +43,7 @@ class IdStore:
         self.topic = topic
         self._config = config
         self._ensure_topic = ensure_topic
-        self._producer: Producer | None = None
-        self._failures: list[KafkaError] = []
+        self._writer = AckedWriter(config)
 
     def load(self) -> dict[int, int]:
         """Every pair in the topic (created when missing), read to its end."""
@@ -69,36 +66,13 @@ class IdStore:
         """Write the pairs and wait until the target acknowledged every one."""
         if not pairs:
             return
-        producer = self._writer()
-        self._failures.clear()
-        for source_id, target_id in pairs.items():
-            key, value = encode(source_id, target_id)
-            producer.produce(self.topic, value, key, partition=0)
-        remaining = producer.flush(WRITE_TIMEOUT_S)
-        if self._failures or remaining:
-            why = self._failures[0].str() if self._failures else f"{remaining} not acknowledged"
+        records = [encode(source_id, target_id) for source_id, target_id in pairs.items()]
+        why = self._writer.write(self.topic, records, WRITE_TIMEOUT_S, partition=0)
+        if why is not None:
             raise ClusterError(
                 f"could not write the schema ID map to '{self.topic}' on the target ({why}); "
                 "no record that needs these IDs was copied"
             )
 
-    def _writer(self) -> Producer:
-        if self._producer is None:
-            self._producer = clients.producer(
-                self._config,
-                {
-                    "linger.ms": "0",
-                    "on_delivery": self._on_delivery,
-                    "partitioner": None,
-                    "transactional.id": None,
-                },
-            )
-        return self._producer
-
-    def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
-        if err is not None:
-            self._failures.append(err)
-
     def close(self) -> None:
-        if self._producer is not None:
-            self._producer.flush(5)
+        self._writer.close()

@@ -1,4 +1,4 @@
-"""Schema IDs on the record path: each key and value in the Confluent wire format leaves with
+"""Schema IDs in mirrored records: each key and value in the Confluent wire format leaves with
 the target's ID for its schema (translate) or the same ID once the target has it (preserve).
 
 An ID without a mapping stops the record where it is: the translator copies the subjects that
@@ -10,7 +10,9 @@ the mirror with a SchemaError naming the record, unless the policy is `copy`: th
 are copied as they are, counted and logged once per ID. Keys and values not in the wire format
 are copied as they are and counted.
 
-The map (`rewrite_map`) is a plain dict[int, int], what the batch path's kernel takes.
+The map (`rewrite_map`) is a plain dict[int, int], what the batch path's kernel takes: the
+batch path (kmirror.mirror.batch.merger) rewrites whole batches with it, resolves the IDs the
+kernel reports unmapped and merges again, and counts plain records through `count_plain`.
 """
 
 from __future__ import annotations
@@ -93,6 +95,11 @@ class SchemaTranslator:
             if self._unknown and {schema_id(key), schema_id(value)} & self._unknown.keys():
                 self._metrics.unknown.labels(topic).inc()
             return out
+
+    def count_plain(self, topic: str, records: int) -> None:
+        """Records copied unchanged, neither key nor value in the wire format (the batch path's
+        kernel counts them)."""
+        self._metrics.plain.labels(topic).inc(records)
 
     def resolve(self, sid: int, topic: str, where: str) -> None:
         """Make a source ID known: copy what it needs to the target and persist the pairs

@@ -17,6 +17,8 @@ pub struct Tally {
     /// Non-null keys / values not in the wire format: copied unchanged.
     pub plain_keys: u64,
     pub plain_values: u64,
+    /// Records whose key and value are both not in the wire format (null counts as not).
+    pub plain_records: u64,
     /// Source IDs with no mapping, each once, in the order first met.
     pub unmapped: Vec<u32>,
 }
@@ -24,15 +26,23 @@ pub struct Tally {
 /// Rewrite the IDs of one record's key and value (headers are never rewritten). `rest` is the
 /// record after its offset delta, `fields` where its key and value lie in it.
 pub fn rewrite(rest: &mut [u8], fields: &Fields, map: &HashMap<u32, u32>, tally: &mut Tally) {
+    let mut wire = false;
     if let Some(key) = &fields.key {
-        if !field(&mut rest[key.clone()], map, tally) {
+        if field(&mut rest[key.clone()], map, tally) {
+            wire = true;
+        } else {
             tally.plain_keys += 1;
         }
     }
     if let Some(value) = &fields.value {
-        if !field(&mut rest[value.clone()], map, tally) {
+        if field(&mut rest[value.clone()], map, tally) {
+            wire = true;
+        } else {
             tally.plain_values += 1;
         }
+    }
+    if !wire {
+        tally.plain_records += 1;
     }
 }
 

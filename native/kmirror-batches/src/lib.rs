@@ -80,13 +80,16 @@ struct Merged {
     #[pyo3(get)]
     max_timestamp: i64,
     /// Schema IDs rewritten; non-null keys and values not in the wire format (left as they
-    /// were); source IDs with no mapping (then nothing was built: map them and merge again).
+    /// were); records with neither key nor value in it; source IDs with no mapping (then
+    /// nothing was built: map them and merge again).
     #[pyo3(get)]
     rewritten_ids: u64,
     #[pyo3(get)]
     plain_keys: u64,
     #[pyo3(get)]
     plain_values: u64,
+    #[pyo3(get)]
+    plain_records: u64,
     #[pyo3(get)]
     unmapped: Vec<u32>,
 }
@@ -155,6 +158,7 @@ fn merge(
         rewritten_ids: merged.tally.rewritten,
         plain_keys: merged.tally.plain_keys,
         plain_values: merged.tally.plain_values,
+        plain_records: merged.tally.plain_records,
         unmapped: merged.tally.unmapped,
     })
 }

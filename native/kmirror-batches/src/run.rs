@@ -200,6 +200,7 @@ fn add(total: &mut Tally, part: &Tally) {
     total.rewritten += part.rewritten;
     total.plain_keys += part.plain_keys;
     total.plain_values += part.plain_values;
+    total.plain_records += part.plain_records;
     for id in &part.unmapped {
         if !total.unmapped.contains(id) {
             total.unmapped.push(*id);

@@ -75,7 +75,10 @@ KINDS: dict[str, tuple[Callable[[str, str], list[bytes]], dict[str, str]]] = {
 }
 
 
-@pytest.mark.parametrize("kind", sorted(KINDS))
+# Plain topics in make test; compacted and transactional sources in the long tier.
+@pytest.mark.parametrize(
+    "kind", [k if k == "plain" else pytest.param(k, marks=pytest.mark.slow) for k in sorted(KINDS)]
+)
 def test_failover_no_record_missing_none_reread(
     tmp_path: Path, clusters: Clusters, make_topic, unique_name, kind: str
 ) -> None:

@@ -31,6 +31,7 @@ from tests.kafkatools import (
     wait_until,
 )
 from tests.mirrorproc import MirrorProcess
+from tests.promtext import sample
 
 RATE = 300  # records a second per side while both mirrors run
 DURATIONS = pytest.mark.parametrize(
@@ -44,11 +45,7 @@ ALIAS = {"a": "A", "b": "B"}  # the side a record was produced on -> its cluster
 
 
 def metric(m: MirrorProcess, name: str) -> float | None:
-    _, text = m.get("/metrics")
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
+    return sample(m.get("/metrics")[1], name)
 
 
 @pytest.fixture

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
+import signal
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -61,3 +65,51 @@ def test_a_snapshot_that_cannot_be_sent_is_logged(caplog: pytest.LogCaptureFixtu
         outbox.close()
         outbox.join_thread()
     assert "sending metrics and heartbeat to the supervisor failed: " in caplog.text
+
+
+def test_the_hard_stop_comes_even_when_the_graceful_stop_hangs() -> None:
+    exits: list[int] = []
+    done = threading.Event()
+    hang = threading.Event()  # never set: a graceful stop that waits for ever (a held lock)
+
+    def exit_hard(code: int) -> None:
+        exits.append(code)
+        done.set()
+
+    watch = ParentWatch(os.getppid() + 1, hang.wait, grace=0.1, poll=0.01, exit_hard=exit_hard)
+    watch.start()
+    assert done.wait(30), "the hard stop never came"
+    assert exits == [ORPHAN_EXIT_CODE]
+
+
+# A stream's main loop: it looks at its stop event all the time (Event.wait takes the event's
+# lock), while signals arrive. A handler calling stop.set() there deadlocks on that lock.
+SIGNALLED_LOOP = """
+import signal, sys, threading
+from kmirror.app.lifeline import stop_on_signals
+stop = threading.Event()
+stop_on_signals(stop, signal.SIGTERM, signal.SIGINT)
+print("ready", flush=True)
+while not stop.wait(0.0001):
+    pass
+print("stopped", flush=True)
+"""
+
+
+def test_a_burst_of_signals_stops_the_process_and_never_hangs_it() -> None:
+    for _ in range(5):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SIGNALLED_LOOP], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+            for _ in range(200):
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+            code = proc.wait(20)  # a TimeoutExpired here: the process hangs
+            assert proc.stdout.read() == "stopped\n", code
+            # Once Python finalizes, a signal left of the burst ends it by default: still stopped.
+            assert code in (0, -signal.SIGTERM)
+        finally:
+            proc.kill()
+            proc.wait()

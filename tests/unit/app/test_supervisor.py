@@ -12,9 +12,10 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from kmirror.app.supervisor import Supervisor
-from kmirror.config.model import ClusterConfig, MirrorConfig
+from kmirror.config.model import ClusterConfig, DrConfig, MirrorConfig
 from kmirror.errors import CommitError, ConfigError
 from kmirror.metrics.http import HealthServer
+from kmirror.mirror.engine import Plan
 
 pytestmark = pytest.mark.unit
 
@@ -30,10 +31,30 @@ def config(**kw: Any) -> MirrorConfig:
 
 
 def uncommitted_stream(
-    config: MirrorConfig, stream_id: int, outbox: Any, parent: int, tuning: Any
+    config: MirrorConfig,
+    stream_id: int,
+    outbox: Any,
+    parent: int,
+    plan: Plan,
+    tuning: Any,
+    link: Any,
 ) -> None:
     """A stream whose final commit failed (the contract: it exits with CommitError's code)."""
     sys.exit(CommitError.exit_code)
+
+
+def planned_stream(
+    config: MirrorConfig,
+    stream_id: int,
+    outbox: Any,
+    parent: int,
+    plan: Plan,
+    tuning: Any,
+    link: Any,
+) -> None:
+    """Exits 42 when it was handed the hybrid transactional plan, 9 otherwise (a stream's exit
+    0 without a stop request counts as a failure, 1)."""
+    sys.exit(42 if plan == Plan("hybrid", exactly_once=True) else 9)
 
 
 def test_a_stop_without_the_final_commit_exits_non_zero_and_says_so(
@@ -60,7 +81,7 @@ def test_a_lost_snapshot_is_logged(caplog: pytest.LogCaptureFixture) -> None:
 
 def test_liveness_failure_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     sup = Supervisor(config(), CollectorRegistry())
-    sup._states[0] = {"heartbeat": 1.0, "connected": True, "selected": 1, "assigned": 1}
+    sup._states[(0, 0)] = {"heartbeat": 1.0, "connected": True, "selected": 1, "assigned": 1}
     with caplog.at_level(logging.ERROR, "kmirror.app.supervisor"):
         assert not sup.healthy()[0]
         assert not sup.healthy()[0]
@@ -70,10 +91,10 @@ def test_liveness_failure_is_logged_once(caplog: pytest.LogCaptureFixture) -> No
 def test_idle_member_of_the_group_is_ready() -> None:
     sup = Supervisor(config(num_streams=2), CollectorRegistry())
     base = {"heartbeat": 1.0, "connected": True, "selected": 1}
-    sup._states[0] = {**base, "assigned": 1, "joined": True}
-    sup._states[1] = {**base, "assigned": 0, "joined": False}
+    sup._states[(0, 0)] = {**base, "assigned": 1, "joined": True}
+    sup._states[(0, 1)] = {**base, "assigned": 0, "joined": False}
     assert sup.ready() == (False, "stream 1 waiting for its first assignment")
-    sup._states[1]["joined"] = True
+    sup._states[(0, 1)]["joined"] = True
     assert sup.ready() == (True, "ready")
 
 
@@ -98,3 +119,17 @@ def test_queue_empty_is_not_a_failure(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         sup._drain(Quiet())
     assert not caplog.records
+
+
+def test_the_engine_is_decided_once_and_handed_to_every_stream_process() -> None:
+    """The supervisor decides (a refusal before anything starts); each stream process gets the
+    plan, pickled across spawn, and decides nothing itself."""
+    sup = Supervisor(config(num_streams=2, exactly_once=True), CollectorRegistry(),
+                     target=planned_stream)  # fmt: skip
+    assert sup.run() == 42
+
+
+def test_a_plan_the_batch_engine_cannot_run_is_refused_before_any_stream_starts() -> None:
+    with pytest.raises(ConfigError, match="--engine batch cannot copy this mirror"):
+        Supervisor(config(engine="batch", dr=DrConfig(provenance_header=True)),
+                   CollectorRegistry(), target=planned_stream)  # fmt: skip

@@ -77,13 +77,17 @@ def test_mm2_keys_per_cluster_and_flow(write: Write) -> None:
         (["--schema-registry-source-url", "http://u:pw@s:1", "--schema-registry-target-url",
           "http://t:1"], "carries credentials"),
         ([*URLS, "--schema-registry-source-basic-auth-user", "u"], "user and a password file"),
-        ([*URLS, "--engine", "batch"], "--engine batch cannot copy this mirror"),
     ],
 )  # fmt: skip
 def test_bad_settings_are_clear_errors(extra: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message) as caught:
-        config = load([*KUDO, *extra])
-        from kmirror.mirror.engine import engine_for
-
-        engine_for(config)
+        load([*KUDO, *extra])
     assert "pw" not in str(caught.value).replace("password", "")
+
+
+@pytest.mark.parametrize("engine", ["batch", "auto"])
+def test_schema_ids_are_rewritten_on_the_batch_engines(engine: str) -> None:
+    from kmirror.mirror.engine import plan_for
+    from kmirror.mirror.hybrid import HybridCopier
+
+    assert plan_for(load([*KUDO, *URLS, "--engine", engine])).copier is HybridCopier

@@ -9,7 +9,7 @@ import pytest
 from kmirror.config.model import ClusterConfig, DrConfig, MirrorConfig
 from kmirror.errors import ConfigError
 from kmirror.mirror.contract import Transactional
-from kmirror.mirror.engine import engine_for
+from kmirror.mirror.engine import plan_for
 from kmirror.mirror.exactly_once import TransactionalCopier
 from kmirror.mirror.exactly_once_hybrid import TransactionalHybridCopier
 from kmirror.mirror.hybrid import MAX_PROBE_BACKOFF_S, Router
@@ -30,25 +30,24 @@ def eos(**changes: object) -> MirrorConfig:
 
 @pytest.mark.parametrize("engine", ["batch", "auto"])
 def test_exactly_once_on_the_batch_engines_is_the_transactional_hybrid(engine: str) -> None:
-    factory = engine_for(eos(engine=engine))
-    assert getattr(factory, "func", None) is TransactionalHybridCopier
-    # auto hands small-batch partitions to the record path's transactions too; batch never.
-    assert getattr(factory, "keywords", None) == {"adaptive": engine == "auto"}
+    assert plan_for(eos(engine=engine)).copier is TransactionalHybridCopier
 
 
-def test_exactly_once_on_the_record_engine_stays_the_record_path() -> None:
-    # The stream turns the plain record copier into its transactional one under exactly-once.
-    assert engine_for(eos(engine="record")) is RecordCopier
+def test_exactly_once_on_the_record_engine_is_the_record_paths_transactional_copier() -> None:
+    assert plan_for(eos(engine="record")).copier is TransactionalCopier
 
 
 def test_auto_takes_the_record_path_for_what_batches_cannot_do_also_under_exactly_once() -> None:
-    assert engine_for(eos(engine="auto", partitioning="hash")) is RecordCopier
-    assert engine_for(eos(engine="auto", dr=DrConfig(provenance_header=True))) is RecordCopier
+    assert plan_for(eos(engine="auto", partitioning="hash")).copier is TransactionalCopier
+    assert (
+        plan_for(eos(engine="auto", dr=DrConfig(provenance_header=True))).copier
+        is TransactionalCopier
+    )
 
 
 def test_batch_refuses_what_it_cannot_do_also_under_exactly_once() -> None:
     with pytest.raises(ConfigError, match="--engine batch cannot copy this mirror"):
-        engine_for(eos(engine="batch", dr=DrConfig(provenance_header=True)))
+        plan_for(eos(engine="batch", dr=DrConfig(provenance_header=True)))
 
 
 def test_both_exactly_once_copiers_have_the_transactional_shape() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from kmirror.config.model import ClusterConfig, DrConfig, MirrorConfig
 from kmirror.errors import ConfigError
-from kmirror.mirror.engine import engine_for
+from kmirror.mirror.engine import plan_for
 from kmirror.mirror.exactly_once_hybrid import TransactionalHybridCopier
 from kmirror.mirror.hybrid import PROBE_BACKOFF_S, HybridCopier, Router
 from kmirror.mirror.record_copier import RecordCopier
@@ -28,24 +28,18 @@ def config(**changes: object) -> MirrorConfig:
 
 
 def test_record_engine_is_the_record_copier() -> None:
-    assert engine_for(config(engine="record")) is RecordCopier
+    assert plan_for(config(engine="record")).copier is RecordCopier
 
 
 def test_auto_is_the_default_engine() -> None:
     assert config().engine == "auto"
-    assert getattr(engine_for(config()), "keywords", None) == {"adaptive": True}
+    assert plan_for(config()).copier is HybridCopier
     # Exactly-once on the default engine: transactions on both paths.
-    assert getattr(engine_for(config(exactly_once=True)), "func", None) is (
-        TransactionalHybridCopier
-    )
+    assert plan_for(config(exactly_once=True)).copier is TransactionalHybridCopier
 
 
 def test_batch_engine_is_the_hybrid_copier() -> None:
-    factory = engine_for(config(engine="batch"))
-    assert getattr(factory, "func", None) is HybridCopier
-    assert getattr(factory, "keywords", None) == {"adaptive": False}
-    auto = engine_for(config(engine="auto"))
-    assert getattr(auto, "keywords", None) == {"adaptive": True}
+    assert plan_for(config(engine="batch")).copier is HybridCopier
 
 
 def test_batch_with_hash_partitioning_is_refused_naming_the_fix() -> None:
@@ -54,19 +48,19 @@ def test_batch_with_hash_partitioning_is_refused_naming_the_fix() -> None:
 
 
 def test_auto_takes_the_record_path_for_what_batches_cannot_do() -> None:
-    assert engine_for(config(engine="auto", partitioning="hash")) is RecordCopier
-    assert engine_for(config(engine="auto", dr=DrConfig(provenance_header=True))) is RecordCopier
+    assert plan_for(config(engine="auto", partitioning="hash")).copier is RecordCopier
+    provenance = config(engine="auto", dr=DrConfig(provenance_header=True))
+    assert plan_for(provenance).copier is RecordCopier
     kerberos = ClusterConfig(
         "source", "127.0.0.1:1", common={"security.protocol": "SASL_PLAINTEXT"}
     )
-    assert engine_for(config(engine="auto", source=kerberos)) is RecordCopier
+    assert plan_for(config(engine="auto", source=kerberos)).copier is RecordCopier
 
 
 def test_retries_after_refused_sends_stay_on_the_batch_path() -> None:
     # abort.on.send.failure=false: the hybrid copier re-sends from the last commit itself.
     for engine in ("batch", "auto"):
-        factory = engine_for(config(engine=engine, abort_on_send_failure=False))
-        assert getattr(factory, "func", None) is HybridCopier
+        assert plan_for(config(engine=engine, abort_on_send_failure=False)).copier is HybridCopier
 
 
 def test_batch_refuses_security_settings_it_cannot_do() -> None:
@@ -74,7 +68,7 @@ def test_batch_refuses_security_settings_it_cannot_do() -> None:
         "source", "127.0.0.1:1", common={"security.protocol": "SASL_PLAINTEXT"}
     )
     with pytest.raises(ConfigError, match=r"--engine batch cannot copy this mirror.*GSSAPI"):
-        engine_for(config(engine="batch", source=kerberos))
+        plan_for(config(engine="batch", source=kerberos))
 
 
 def test_unknown_engine_is_refused() -> None:

@@ -20,6 +20,7 @@ from kmirror.errors import ClusterError, CommitError
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.contract import CopierContext
 from kmirror.mirror.latch import FailureLatch
+from kmirror.mirror.record_copier import RecordCopier
 from kmirror.mirror.stream import Stream, Tuning
 from kmirror.mirror.subscription import Start, StreamState, Subscription
 from kmirror.mirror.topics import PartitionsOfflineError
@@ -110,6 +111,8 @@ def stream(cfg: MirrorConfig, ticks: list[object], **parts: Any) -> Stream:
         cfg,
         WorkerMetrics(CollectorRegistry()),
         threading.Event(),
+        0,
+        lambda ctx: FakeCopier(ctx.latch),  # type: ignore[arg-type,return-value]
         on_tick=ticks.append,
         tuning=Tuning(retry_backoff_s=0.01, shutdown_timeout_s=0.5),
     )
@@ -295,8 +298,9 @@ def test_the_engine_is_a_constructor_choice() -> None:
         config(),
         WorkerMetrics(CollectorRegistry()),
         threading.Event(),
+        0,
+        engine,  # type: ignore[arg-type]
         tuning=Tuning(consume_batch=7),
-        engine=engine,  # type: ignore[arg-type]
     )
     consumer, _, copier = s._build()
     try:
@@ -305,6 +309,20 @@ def test_the_engine_is_a_constructor_choice() -> None:
         assert isinstance(ctx, CopierContext)
         assert ctx.book is s._book and ctx.latch is s._latch and ctx.consume_batch == 7
     finally:
+        consumer.close()
+
+
+def test_the_stream_builds_the_copier_it_is_given_and_decides_nothing_again() -> None:
+    """The supervisor's plan (kmirror.mirror.engine) is the one engine decision: a stream given
+    the plain record copier under exactly-once builds exactly that (it used to swap in the
+    transactional one itself)."""
+    s = Stream(config(exactly_once=True), WorkerMetrics(CollectorRegistry()), threading.Event(), 0,
+               RecordCopier)  # fmt: skip
+    consumer, _, copier = s._build()
+    try:
+        assert type(copier) is RecordCopier
+    finally:
+        copier.close(0)
         consumer.close()
 
 

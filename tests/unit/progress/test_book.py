@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from kmirror.errors import MirrorError
-from kmirror.progress.book import MAX_RUNS, PartitionBook, ProgressBook, Run, translate
+from kmirror.progress.book import (
+    MAX_RUNS,
+    PartitionBook,
+    ProgressBook,
+    Run,
+    translate,
+    translate_back,
+)
 from kmirror.progress.codec import decode_record, encode_record
 
 pytestmark = pytest.mark.unit
@@ -45,6 +52,29 @@ def test_translation_is_exact_inside_runs_and_gaps() -> None:
 def test_translation_before_oldest_run_rereads() -> None:
     assert translate([Run(50, 500, 10)], 10, 60) == 500
     assert translate([], 0, 0) is None
+
+
+def test_translation_back_is_exact_and_the_inverse_of_translate() -> None:
+    book = PartitionBook(acked=0)
+    book.acknowledge(0, 0, 10, 10)
+    book.acknowledge(20, 10, 5, 26)  # source 10..19 never copied, 25 a marker
+    assert [book.translate_back(t) for t in (0, 7, 10, 12, 14)] == [0, 7, 20, 22, 24]
+    assert book.translate_back(15) == 26  # read every copy: the first record not copied
+    assert book.translate_back(99) == 26  # past the copies (records written on the target)
+    for source in (0, 7, 20, 22, 24):
+        assert book.translate_back(book.translate(source) or 0) == source
+
+
+def test_translation_back_over_a_recopy_and_before_the_oldest_run() -> None:
+    book = PartitionBook(acked=0)
+    book.acknowledge(0, 0, 10, 10)
+    book.rewind(5)
+    book.acknowledge(5, 20, 5, 10)  # 5..9 copied again at 20..24; 5..9 at 10..14 superseded
+    assert book.translate_back(3) == 3
+    assert book.translate_back(7) == 5  # in the superseded copies: from the re-copy's start
+    assert book.translate_back(22) == 7
+    assert translate_back([Run(50, 500, 10)], 499, 60) is None  # copies the book forgot
+    assert translate_back([], 0, 0) is None
 
 
 def test_next_source_inside_run_is_a_bug() -> None:

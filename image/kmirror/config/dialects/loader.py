@@ -15,14 +15,18 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kmirror.config import env as envvars
+from kmirror.config.control import ControlSettings
 from kmirror.config.dialects import dr
+from kmirror.config.dialects.acls import acls_from_flags
 from kmirror.config.dialects.kudo import load_kudo, load_pair
 from kmirror.config.dialects.log4j import FORMATS, check_level, read_log4j
 from kmirror.config.dialects.mm1 import load_mm1
 from kmirror.config.dialects.mm2 import load_mm2
 from kmirror.config.dialects.options import FIELDS, Options
 from kmirror.config.dialects.schemas import schemas_from_flags
+from kmirror.config.dialects.topicnames import mapping_from_flags
 from kmirror.config.model import ENGINES, PARTITIONINGS, MirrorConfig, RenamePolicy
+from kmirror.config.throttle import parse_throttle
 from kmirror.config.values import enforce_strict, parse_bool, parse_float, parse_int
 from kmirror.errors import ConfigError
 
@@ -148,6 +152,7 @@ def _common(
     kind = pick("rename_policy", "KMIRROR_RENAME_POLICY")
     alias = pick("source_alias", "KMIRROR_SOURCE_ALIAS")
     target_alias = pick("target_alias", "KMIRROR_TARGET_ALIAS")
+    mapping = mapping_from_flags(o.given(), env, config.rename.mapping)
     if kind is not None or alias is not None or target_alias is not None:
         changes["rename"] = RenamePolicy(
             kind="prefix"
@@ -157,8 +162,12 @@ def _common(
             source_alias=alias or config.rename.source_alias,
             separator=config.rename.separator,
             target_alias=target_alias or config.rename.target_alias,
+            mapping=mapping,
         )
+    elif mapping is not config.rename.mapping:
+        changes["rename"] = dataclasses.replace(config.rename, mapping=mapping)
     changes["dr"] = dr.dr_from_flags(o.given(), env, config.dr)
+    changes["acls"] = acls_from_flags(o.given(), env, config.acls)
     changes["schemas"] = schemas_from_flags(o.given(), env, config.schemas)
     if config.dialect == "mm2" and o.group_id is not None:
         changes["group_id"] = o.group_id
@@ -175,6 +184,7 @@ def _common(
         value = pick(name, var, parse)
         if value is not None:
             changes[field] = value
+    changes.update(_control(config, pick))
     if o.refresh_topics_interval_s is not None:
         changes["refresh_topics_interval_s"] = o.refresh_topics_interval_s
     changes.update(_logging(o, env, notes))
@@ -182,7 +192,26 @@ def _common(
         changes["create_topics"] = False
     if o.exactly_once or parse_bool(envvars.get("EXACTLY_ONCE", env), "EXACTLY_ONCE"):
         changes["exactly_once"] = True
+    if o.mm2_metric_names or parse_bool(
+        envvars.get("KMIRROR_MM2_METRIC_NAMES", env), "KMIRROR_MM2_METRIC_NAMES"
+    ):
+        changes["mm2_metric_names"] = True
     return dataclasses.replace(config, **changes, notes=config.notes + tuple(notes))
+
+
+def _control(config: MirrorConfig, pick: Callable[..., Any]) -> dict[str, Any]:
+    """The control API's credentials and the throttles: the options, else KMIRROR_* variables,
+    else what the dialect said (mm2's per-flow `kmirror.throttle`)."""
+    control = ControlSettings(
+        **{
+            name: pick(f"control_{name}", f"KMIRROR_CONTROL_{name.upper()}")
+            for name in ("token_file", "tls_cert", "tls_key", "tls_client_ca")
+        }
+    )
+    control.check()
+    spec = pick("throttle", "KMIRROR_THROTTLE")
+    throttle = config.throttle if spec is None else parse_throttle(spec, "--throttle")
+    return {"control": control, "throttle": throttle}
 
 
 def _logging(o: Options, env: Mapping[str, str], notes: list[str]) -> dict[str, Any]:

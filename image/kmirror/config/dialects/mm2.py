@@ -10,8 +10,12 @@ kmirror runs exactly one replication flow `A->B` of the file. What it takes from
   `tasks.max` (-> streams), `sync.topic.configs.enabled` / `.interval.seconds`,
   `refresh.topics.interval.seconds`,
   `replication.factor`, `config.properties.exclude` (old: `.blacklist`),
-  `offset.flush.interval.ms` (-> offset commit interval), and disaster recovery (config/dr.py):
-  `emit.checkpoints.*`, `emit.heartbeats.*`, `sync.group.offsets.*`, `groups`, `groups.exclude`.
+  `offset.flush.interval.ms` (-> offset commit interval), disaster recovery (config/dr.py):
+  `emit.checkpoints.*`, `emit.heartbeats.*`, `sync.group.offsets.*`, `groups`, `groups.exclude`,
+  kmirror's own `kmirror.engine`, `kmirror.throttle` (config/throttle.py), kmirror's topic
+  mapping keys `kmirror.topic.map`, `kmirror.topic.rules`, `kmirror.topic.mapping.prefix`
+  (dialects/topicnames.py; MM2 has no renaming key), and ACL sync (dialects/acls.py):
+  `sync.topic.acls.enabled` / `.interval.seconds`, `kmirror.acls.*`.
 
 Deliberate differences from MM2: `refresh.topics.interval.seconds` defaults to 5 s, not 600 s,
 because a new topic must be mirrored within 10 s; an absent `replication.factor` means the
@@ -36,10 +40,14 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Literal, cast
 
+from kmirror.config.dialects.acls import MM2_KEYS as ACL_KEYS
+from kmirror.config.dialects.acls import acls_from_mm2
 from kmirror.config.dialects.dr import DR_SETTINGS, dr_from_mm2
 from kmirror.config.dialects.properties import load_properties
 from kmirror.config.dialects.providers import resolve_placeholders
 from kmirror.config.dialects.schemas import MM2_FLOW_SETTINGS, is_mm2_cluster_key, schemas_from_mm2
+from kmirror.config.dialects.topicnames import MM2_KEYS as TOPIC_NAME_KEYS
+from kmirror.config.dialects.topicnames import mapping_from_mm2
 from kmirror.config.javaclient.javakeys import StartPolicy
 from kmirror.config.javaclient.translate import translate
 from kmirror.config.model import (
@@ -54,6 +62,7 @@ from kmirror.config.model import (
     TopicSelection,
     split_patterns,
 )
+from kmirror.config.throttle import parse_throttle
 from kmirror.config.values import parse_bool, parse_float, parse_int
 from kmirror.errors import ConfigError
 
@@ -77,8 +86,11 @@ _FLOW_SETTINGS = frozenset(
         "exactly.once.support",
         "exactly.once.source.support",
         "kmirror.engine",
+        "kmirror.throttle",
         *DR_SETTINGS,
         *MM2_FLOW_SETTINGS,
+        *TOPIC_NAME_KEYS,
+        *ACL_KEYS,
     }
 )
 # MM2 / Kafka Connect settings kmirror knows about and does not implement.
@@ -167,6 +179,7 @@ def load_mm2(
         source_alias=src,
         separator=setting("replication.policy.separator", ".") or ".",
         target_alias=dst,
+        mapping=mapping_from_mm2(setting, path),
     )
     exclude = setting("topics.exclude") or setting("topics.blacklist") or ""
     config_excl = setting("config.properties.exclude") or setting("config.properties.blacklist")
@@ -212,8 +225,10 @@ def load_mm2(
         progress_topic_name=setting("progress.topic") or "",
         exactly_once=_exactly_once(setting, path),
         engine=_engine(setting("kmirror.engine")),
+        throttle=parse_throttle(setting("kmirror.throttle") or "", f"{pair}.kmirror.throttle"),
         dialect="mm2",
         dr=dr_from_mm2(setting),
+        acls=acls_from_mm2(setting, path),
         schemas=schemas_from_mm2(registries, setting, path),
         notes=tuple(notes),
     )

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kmirror.config.dialects import dr, schemas
+from kmirror.config.dialects import acls, dr, schemas, topicnames
 from kmirror.config.dialects.properties import PropertiesFile
 from kmirror.config.model import DEFAULT_NUM_STREAMS, DEFAULT_OFFSET_COMMIT_INTERVAL_MS
 from kmirror.config.values import parse_bool, parse_float, parse_int
@@ -46,6 +46,18 @@ def _opt(
 def _dr(name: str) -> Any:
     flag, help_text = dr.FLAG_HELP[name]
     return _opt(flag, help_text, "SECONDS" if name.endswith("_s") else "BOOL")
+
+
+def _names(name: str, metavar: str) -> Any:
+    """A topic mapping flag (kmirror.config.dialects.topicnames names and documents it)."""
+    flag, help_text = topicnames.FLAG_HELP[name]
+    return _opt(flag, help_text, metavar)
+
+
+def _acl(name: str, metavar: str) -> Any:
+    """An ACL sync flag (kmirror.config.dialects.acls names and documents it)."""
+    flag, help_text = acls.FLAG_HELP[name]
+    return _opt(flag, help_text, metavar)
 
 
 def _schema(name: str, metavar: str = "VALUE") -> Any:
@@ -142,6 +154,9 @@ class Options:
     source_alias: str | None = _opt(
         "--source-alias", "alias used by the prefix rename policy", "ALIAS"
     )
+    topic_map: str | None = _names("topic_map", "SOURCE:TARGET,...")
+    topic_rules: str | None = _names("topic_rules", "'REGEX -> NAME;...'")
+    topic_mapping_prefix: bool | None = _names("topic_mapping_prefix", "BOOL")
     target_alias: str | None = _opt(
         "--target-alias",
         "alias of the target cluster (prefix policy: `<alias>.*` topics never go back)", "ALIAS",
@@ -162,6 +177,12 @@ class Options:
     metrics_port: int | None = _opt(
         "--metrics-port", "port of /metrics, /healthz (0 disables)", "PORT", minimum=0
     )
+    mm2_metric_names: bool = _opt(
+        "--mm2-metric-names",
+        "also export MirrorMaker 2's metric names per target partition, for dashboards made for "
+        "MM2 (also KMIRROR_MM2_METRIC_NAMES=true)",
+        default=False,
+    )  # fmt: skip
     log_level: str | None = _opt("--log-level", "DEBUG, INFO, WARN, ERROR", "LEVEL")
     log_format: str | None = _opt("--log-format", "text or json", "text|json")
     log4j_config: File | None = _opt(
@@ -176,6 +197,29 @@ class Options:
         "seconds between topic config syncs (MM2 sync.topic.configs.interval.seconds; 600)",
         "SECONDS",
     )  # fmt: skip
+    # Operating a running mirror (docs/control.md): the control API's credentials, throttles
+    control_token_file: str | None = _opt(
+        "--control-token-file",
+        "turn the control API on: the bearer token is this file's content (a mounted Secret)",
+        "FILE",
+    )
+    control_tls_cert: str | None = _opt(
+        "--control-tls-cert", "serve the metrics port with TLS: certificate (PEM)", "FILE"
+    )
+    control_tls_key: str | None = _opt(
+        "--control-tls-key", "serve the metrics port with TLS: private key (PEM)", "FILE"
+    )
+    control_tls_client_ca: str | None = _opt(
+        "--control-tls-client-ca",
+        "turn the control API on with mutual TLS: client certificates must be signed by this CA",
+        "FILE",
+    )
+    throttle: str | None = _opt(
+        "--throttle",
+        "copy rate limits per second, per flow or per topic, for the backlog and the tail: "
+        "[TOPIC:]backlog|tail.bytes|records=N,...",
+        "SPEC",
+    )
     # Disaster recovery (kmirror.config.dialects.dr: MM2's keys, off unless given in MM1/KUDO)
     emit_checkpoints: bool | None = _dr("emit_checkpoints")
     checkpoints_interval_s: float | None = _dr("checkpoints_interval_s")
@@ -186,6 +230,13 @@ class Options:
     groups: str | None = _opt(*dr.FLAG_HELP["groups"], "REGEX")
     groups_exclude: str | None = _opt(*dr.FLAG_HELP["groups_exclude"], "REGEX")
     provenance_header: bool | None = _dr("provenance_header")
+    # ACL sync (kmirror.config.dialects.acls: MM2's keys, off unless given in MM1/KUDO)
+    sync_topic_acls: bool | None = _acl("sync_topic_acls", "BOOL")
+    sync_topic_acls_interval_s: float | None = _acl("sync_topic_acls_interval_s", "SECONDS")
+    acl_scope: str | None = _acl("acl_scope", "mm2|full")
+    acl_principal_map: str | None = _acl("acl_principal_map", "'FROM -> TO;...'")
+    acl_deny_write: bool | None = _acl("acl_deny_write", "BOOL")
+    acl_mirror_principal: str | None = _acl("acl_mirror_principal", "User:NAME")
     # Schema registry mirroring (kmirror.config.dialects.schemas; credentials only from files)
     schema_source_url: str | None = _schema("schema_source_url", "URL")
     schema_source_basic_auth_user: str | None = _schema("schema_source_basic_auth_user", "USER")

@@ -1,8 +1,10 @@
-"""The batch copier: source record batches to the same target partition, as they are.
+"""The batch copier: source record batches to the same target partition, as they are or
+merged (a run of small ones becomes one target batch: merger.py).
 
 Ties the fetcher (source positions, read_committed), the producer session (producer id,
-sequences, in-flight batches) and the progress book (what the target acknowledged and where it
-landed). One thread drives it through ``step``; nothing runs in the background.
+sequences, in-flight batches, the batches staged for the next free slot), the merger and the
+progress book (what the target acknowledged and where it landed). One thread drives it through
+``step``; nothing runs in the background.
 
 Where a batch cannot be copied byte for byte, the copier stops that partition at the batch and
 hands it back through ``take_fallbacks`` once everything before it is acknowledged; the loop
@@ -15,8 +17,10 @@ Those batches (checked by experiment against Kafka 4.1, see docs/architecture.md
 - compacted batches (fewer records than the batch's offset range): refused (INVALID_RECORD);
 - a position inside a batch (a commit made by the record path): copying the whole batch would
   copy the records before the position again;
-- (``leave_small``, ``--engine auto``) source batches that stay too small to pay off
-  (kmirror.mirror.batch.sizes): not a limit of the batch path, a cheaper path for them.
+- with schema IDs translated, a batch the merge kernel cannot read (a delete horizon written
+  by the log cleaner): its IDs cannot be rewritten.
+
+Small source batches are no reason to leave: they are merged (merger.py).
 """
 
 from __future__ import annotations
@@ -36,9 +40,11 @@ from kmirror.kafka.connect import CONNECT_TIMEOUT_S
 from kmirror.kafka.wire import selector
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.batch.fetcher import Fetched, Fetcher
-from kmirror.mirror.batch.producer import Pending, ProducerSession
+from kmirror.mirror.batch.gating import BatchGate
+from kmirror.mirror.batch.limits import TopicLimits, producer_bound
+from kmirror.mirror.batch.merger import IdTranslator, Merger, Staged
+from kmirror.mirror.batch.producer import ProducerSession
 from kmirror.mirror.batch.records import Batch
-from kmirror.mirror.batch.sizes import BatchSizes
 from kmirror.partitions import SourcePartition, TargetPartition
 from kmirror.progress.book import ProgressBook
 
@@ -48,6 +54,9 @@ FETCH_MAX_BYTES = 50 * 1024 * 1024
 FETCH_WAIT_MS = 100
 REVOKE_FLUSH_S = 5.0
 MAX_IN_FLIGHT = 5
+# A partition is fetched while less than this many batch bounds wait for a send slot: enough
+# to fill the next merged batches, little enough that a slow target does not pile up memory.
+STAGED_BOUNDS = 4
 
 
 @dataclass(frozen=True)
@@ -58,8 +67,9 @@ class Fallback:
     reason: str
 
 
-def unsupported(batch: Batch, position: int) -> str | None:
-    """Why this (to be copied) batch cannot go through the batch path, or None."""
+def unsupported(batch: Batch, position: int, *, translate: bool = False) -> str | None:
+    """Why this (to be copied) batch cannot go through the batch path, or None. `translate`:
+    its schema IDs are to be rewritten (by the merge kernel)."""
     if batch.magic < 2:
         return f"message format v{batch.magic} (no v2 batch header)"
     if batch.log_append_time:
@@ -68,6 +78,8 @@ def unsupported(batch: Batch, position: int) -> str | None:
         return "compacted batch (gaps inside the batch)"
     if batch.base_offset < position:
         return "position inside a batch"
+    if translate and not batch.mergeable:
+        return "a batch the merge kernel cannot read, so its schema IDs cannot be rewritten"
     return None
 
 
@@ -81,7 +93,7 @@ class BatchCopier:
         max_in_flight: int = 5,
         fetch_max_bytes: int = FETCH_MAX_BYTES,
         fetch_wait_ms: int = FETCH_WAIT_MS,
-        leave_small: bool = False,
+        schemas: IdTranslator | None = None,
     ) -> None:
         if not 1 <= max_in_flight <= MAX_IN_FLIGHT:
             # The broker de-duplicates the last five batches per producer and partition: more
@@ -102,6 +114,10 @@ class BatchCopier:
             max_bytes=fetch_max_bytes,
             partition_max_bytes=partition_max,
         )
+        bound = producer_bound(pconf)
+        self._limits = TopicLimits(self._target, bound)
+        self._translate = schemas is not None
+        self.merger = Merger(self._limits, schemas)
         # Kept for more sessions of the same shape (exactly-once: one per partition,
         # transactions.py).
         self._session_args: dict[str, Any] = {
@@ -110,15 +126,16 @@ class BatchCopier:
             "delivery_timeout_s": int(pconf.get("message.timeout.ms", "60000")) / 1000,
             "on_error": self._count_error,
         }
-        self._session = ProducerSession(self._target, **self._session_args)
-        self._max_queue = max_in_flight * 2
+        self._session = ProducerSession(self._target, self.merger, **self._session_args)
+        self._max_staged = STAGED_BOUNDS * max(bound, partition_max)
         self._targets: dict[SourcePartition, TargetPartition] = {}
         self._stopping: dict[SourcePartition, Fallback] = {}
         self._fallbacks: dict[SourcePartition, Fallback] = {}
-        # leave_small (--engine auto): a partition whose source batches stay small stops here
-        # like a fallback, and the record path copies on (kmirror.mirror.batch.sizes).
-        self.sizes = BatchSizes(judge=leave_small)
+        self._copied: dict[SourcePartition, int] = {}  # source batches acknowledged since assign
         self._started = False
+        # Paused topics, drains, throttles (kmirror.mirror.batch.gating); the stream's gate is
+        # handed over by the hybrid copier.
+        self.gating = BatchGate()
 
     # -- partitions -----------------------------------------------------------------------------
 
@@ -131,7 +148,9 @@ class BatchCopier:
             known = self._book.get(*key)
             self._book.open(key[0], key[1], start, known.runs if known is not None else ())
             self._fetcher.add(key, start)
+            self._copied[key] = 0
             self._target.want({target_topic})
+            self._limits.want(target_topic)
 
     def revoke(self, keys: Iterable[SourcePartition]) -> None:
         """Stop copying these partitions: fetch no more, wait (bounded) for what is in flight,
@@ -149,12 +168,16 @@ class BatchCopier:
             self._session.drop(self._targets.pop(key))
             self._stopping.pop(key, None)
             self._fallbacks.pop(key, None)
-            self.sizes.forget(key)
+            self._copied.pop(key, None)
             self._book.close(*key)
 
     def high_watermark(self, key: SourcePartition) -> int | None:
         """The source partition's end offset as the last fetch saw it (lag metrics)."""
         return self._fetcher.high_watermark(key)
+
+    def copied_batches(self, key: SourcePartition) -> int:
+        """Source batches of this partition the target acknowledged since it was assigned."""
+        return self._copied.get(key, 0)
 
     def take_fallbacks(self) -> dict[SourcePartition, Fallback]:
         """Partitions the batch path stopped (see the module doc), each at the source offset
@@ -214,17 +237,21 @@ class BatchCopier:
             self._fetcher.send(self._room)
         self._session.send()
         self._net.poll(timeout_ms=max(timeout_s, 0.0) * 1000)
+        self._limits.poll()
         acked = self._acknowledged()
         if fetch:
             for fetched in self._fetcher.take():
-                self._hand(fetched)
+                self._hand(self.gating.cut(fetched, self._fetcher))
+            self.gating.mark_ends(self._fetcher, self._targets)
             self._fetcher.send(self._room)
         self._session.send()
         return acked
 
     def _room(self, key: SourcePartition) -> bool:
-        return key not in self._stopping and self._session.queued(self._targets[key]) < (
-            self._max_queue
+        return (
+            key not in self._stopping
+            and self._session.staged_bytes(self._targets[key]) < self._max_staged
+            and self.gating.room(key, self._fetcher.position(key))
         )
 
     def _hand(self, fetched: Fetched) -> None:
@@ -234,22 +261,18 @@ class BatchCopier:
             return
         book = self._book[key]
         cursor = fetched.start
+        figures = self._metrics.partitions if self._metrics is not None else None
+        read_at = time.time()
         for batch, copy in fetched.batches:
-            reason = unsupported(batch, cursor) if copy else None
+            reason = unsupported(batch, cursor, translate=self._translate) if copy else None
             if reason is not None:
                 self._stop(key, Fallback(cursor, reason))
                 return
             if copy:
-                small = self.sizes.add(key, batch.record_count)
-                if small is not None:
-                    reason = (
-                        f"source batches average {small:.1f} records, below "
-                        f"{self.sizes.threshold:.0f}: a producer that re-batches is cheaper"
-                    )
-                    self._stop(key, Fallback(cursor, reason))
-                    return
-                self._session.enqueue(target, Pending(key, batch, batch.next_offset))
+                self._session.enqueue(target, Staged(key, batch, batch.next_offset))
                 book.handed(batch.next_offset)
+                if figures is not None and batch.first_timestamp > 0:  # MM2's record age
+                    figures.read(*target, max(read_at - batch.first_timestamp / 1000.0, 0.0))
             else:
                 last = self._session.last(target)
                 if last is not None:
@@ -277,7 +300,6 @@ class BatchCopier:
                 del self._stopping[key]
                 del self._targets[key]
                 self._session.drop(target)
-                self.sizes.forget(key)
                 self._fallbacks[key] = fallback
 
     def _acknowledged(self) -> int:
@@ -286,22 +308,26 @@ class BatchCopier:
             book = self._book.get(*p.source)
             if book is None or p.source not in self._targets:
                 continue
-            batch = p.batch
             if p.target_offset is not None and p.target_offset >= 0:
-                book.acknowledge(
-                    batch.base_offset, p.target_offset, batch.record_count, p.next_source
-                )
+                book.acknowledge(p.first, p.target_offset, p.records, p.next_source)
             else:
                 book.skip(p.next_source)
-            count += batch.record_count
+            count += p.records
+            self._copied[p.source] = self._copied.get(p.source, 0) + p.batches
             if self._metrics is not None:
-                topic = self._targets[p.source][0]
-                self._metrics.records.labels(topic).inc(batch.record_count)
-                self._metrics.bytes.labels(topic).inc(len(batch.data))
-                if batch.first_timestamp > 0:
-                    self._metrics.latency.observe(
-                        max(time.time() - batch.first_timestamp / 1000.0, 0.0)
-                    )
+                topic, partition = self._targets[p.source]
+                self._metrics.records.labels(topic).inc(p.records)
+                self._metrics.bytes.labels(topic).inc(len(p.data))
+                latency = (
+                    max(time.time() - p.first_timestamp / 1000.0, 0.0)
+                    if p.first_timestamp > 0
+                    else None
+                )
+                if latency is not None:
+                    self._metrics.latency.observe(latency)
+                figures = self._metrics.partitions
+                if figures is not None:
+                    figures.acknowledged(topic, partition, p.records, len(p.data), latency)
         if self._stopping:
             self._release_stopped()
         self._session.check()

@@ -29,16 +29,16 @@ from kmirror.errors import MirrorError, SendError
 from kmirror.kafka.transactions import FENCED_LOG, INIT_TIMEOUT_S, refused
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.batch.copier import BatchCopier
-from kmirror.mirror.batch.producer import Pending, ProducerSession
+from kmirror.mirror.batch.merger import IdTranslator, Pending, Staged
+from kmirror.mirror.batch.producer import ProducerSession
 from kmirror.mirror.batch.transactions import (
     FENCING,
     Coordinators,
-    ProgressPending,
     TxnSession,
     add_error,
     error_name,
     init_request,
-    progress_batch,
+    progress_record,
 )
 from kmirror.partitions import SourcePartition, TargetPartition
 from kmirror.progress.book import ProgressBook
@@ -54,7 +54,7 @@ class Sessions(ProducerSession):
     goes to the TxnSession of the source partition it is copied from."""
 
     def __init__(self, copier: TransactionalBatchCopier, **args: Any) -> None:
-        super().__init__(copier._target, **args)
+        super().__init__(copier._target, copier.merger, **args)
         self._coordinators = copier.coordinators
         self.by_source: dict[SourcePartition, TxnSession] = {}
         self.sources: dict[TargetPartition, SourcePartition] = {}
@@ -63,19 +63,23 @@ class Sessions(ProducerSession):
         source = self.sources.get(target)
         return None if source is None else self.by_source.get(source)
 
-    def enqueue(self, target: TargetPartition, pending: Pending) -> None:
+    def enqueue(self, target: TargetPartition, staged: Staged) -> None:
         session = self._of(target)
         if session is None:
             raise MirrorError(f"exactly-once: no transaction for target {target[0]}[{target[1]}]")
-        session.enqueue(target, pending)
+        session.enqueue(target, staged)
 
-    def last(self, target: TargetPartition) -> Pending | None:
+    def last(self, target: TargetPartition) -> Staged | Pending | None:
         session = self._of(target)
         return None if session is None else session.last(target)
 
     def queued(self, target: TargetPartition) -> int:
         session = self._of(target)
         return 0 if session is None else session.queued(target)
+
+    def staged_bytes(self, target: TargetPartition) -> int:
+        session = self._of(target)
+        return 0 if session is None else session.staged_bytes(target)
 
     def drop(self, target: TargetPartition) -> None:
         session = self._of(target)
@@ -96,7 +100,7 @@ class Sessions(ProducerSession):
             p
             for s in self.by_source.values()
             for p in s.take()
-            if not isinstance(p, ProgressPending)  # the progress record: not a source batch
+            if not p.progress  # the progress record: not a source batch
         ]
 
     def check(self) -> None:
@@ -139,9 +143,9 @@ class TransactionalBatchCopier(BatchCopier):
         book: ProgressBook,
         metrics: WorkerMetrics | None = None,
         *,
-        leave_small: bool = False,
+        schemas: IdTranslator | None = None,
     ) -> None:
-        super().__init__(config, book, metrics, leave_small=leave_small)
+        super().__init__(config, book, metrics, schemas=schemas)
         self._config = config
         self.progress_topic = config.progress_topic
         self.coordinators = Coordinators(self._target, self._poll)
@@ -163,7 +167,9 @@ class TransactionalBatchCopier(BatchCopier):
         is final. ConfigError/ClusterError when the target refuses transactions."""
         self._start()
         new = {
-            k: TxnSession(self._target, self._config.transactional_id(*k), **self._session_args)
+            k: TxnSession(
+                self._target, self.merger, self._config.transactional_id(*k), **self._session_args
+            )
             for k in keys
             if k not in self._sessions.by_source
         }
@@ -274,8 +280,8 @@ class TransactionalBatchCopier(BatchCopier):
                 done[key] = pb.acked  # nothing new since the last commit
                 continue
             record_key, value = encode_record(key[0], key[1], pb)
-            batch = progress_batch(record_key, value)
-            session.enqueue((self.progress_topic, 0), ProgressPending(key, batch, pb.acked))
+            record = progress_record(key, record_key, value, pb.acked)
+            session.enqueue((self.progress_topic, 0), record)
             todo[key] = pb.acked
         if not todo:
             return done

@@ -82,6 +82,14 @@ class Fetcher:
     def remove(self, key: SourcePartition) -> None:
         self._positions.pop(key, None)
 
+    def seek(self, key: SourcePartition, offset: int) -> None:
+        """Fetch from `offset` again (batches handed out past it were not used); a fetch in
+        flight is dropped when it comes back."""
+        pos = self._positions.get(key)
+        if pos is not None:
+            self._generation += 1
+            pos.offset, pos.generation = offset, self._generation
+
     def position(self, key: SourcePartition) -> int | None:
         pos = self._positions.get(key)
         return None if pos is None else pos.offset

@@ -1,9 +1,11 @@
-"""An idempotent producer session on the target, for batches that are already built.
+"""An idempotent producer session on the target, for record batches fetched from the source.
 
 Owns the producer id and epoch (InitProducerId), each target partition's sequence numbers and
-its queue of batches: sent or not, in order. Like the Java producer: up to ``max_in_flight``
-batches per partition in flight (the broker de-duplicates the last five per producer), one
-batch per partition per request, several requests in flight per connection. A retriable
+its queue: source batches staged (``Staged``), and the batches built from them (``Pending``),
+sent or not, in order. Like the Java producer: up to ``max_in_flight`` batches per partition
+in flight (the broker de-duplicates the last five per producer), one batch per partition per
+request, several requests in flight per connection. A batch is built when it can be sent (a
+slot is free): the merger (merger.py) takes everything staged that fits into one. A retriable
 error sends the partition's unacknowledged batches again, in order, with the same sequence
 numbers, once everything it had in flight has come back; so does an
 OUT_OF_ORDER_SEQUENCE_NUMBER behind a batch not acknowledged yet (``behind_unresolved``: a
@@ -28,12 +30,16 @@ from kafka.protocol.producer.transaction import InitProducerIdRequest
 
 from kmirror.errors import ClusterError, SendError
 from kmirror.kafka.wire import Link
-from kmirror.mirror.batch.records import Batch, rewrite
-from kmirror.partitions import SourcePartition, TargetPartition
+from kmirror.mirror.batch.merger import Merger, Pending, Staged
+from kmirror.mirror.batch.records import stamp
+from kmirror.partitions import TargetPartition
 
 log = logging.getLogger(__name__)
 
 PRODUCE_VERSION = 9  # topic names (v13+ wants topic ids); one batch per partition
+# The broker's socket.request.max.bytes is 100 MB: a request carries one batch per partition
+# (each within its topic's limit), and more partitions go into the next request.
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
 RETRY_BACKOFF_S = 0.1
 SEQUENCE_LIMIT = 2**31
 DUPLICATE_SEQUENCE = 46
@@ -67,27 +73,31 @@ class BatchSendError(SendError):
 
 
 @dataclass(eq=False)
-class Pending:
-    """One source batch on its way to the target."""
-
-    source: SourcePartition
-    batch: Batch
-    next_source: int  # source position once acknowledged (after dropped batches behind it)
-    sequence: int = 0
-    since: float = field(default_factory=time.monotonic)  # the delivery timeout counts from here
-    target_offset: int | None = None  # set by the acknowledgement (-1: duplicate, unknown)
-
-
-@dataclass(eq=False)
 class Queue:
     topic: str
     partition: int
-    items: deque[Pending] = field(default_factory=deque)
+    items: deque[Pending] = field(default_factory=deque)  # built, in sequence order
+    staged: deque[Staged] = field(default_factory=deque)  # not built yet: behind every item
+    staged_bytes: int = 0
     next_sequence: int = 0
     sent: int = 0  # items[:sent] are in flight or acknowledged
     in_flight: int = 0
     retrying: bool = False
     retry_at: float = 0.0
+
+    @property
+    def oldest(self) -> float | None:
+        """When the oldest unacknowledged batch was handed over (the delivery timeout)."""
+        if self.items:
+            return self.items[0].since
+        return self.staged[0].since if self.staged else None
+
+    def clear(self) -> None:
+        self.items.clear()
+        self.staged.clear()
+        self.staged_bytes = 0
+        self.sent = self.in_flight = 0
+        self.retrying = False
 
 
 def behind_unresolved(q: Queue, p: Pending) -> bool:
@@ -110,6 +120,7 @@ class ProducerSession:
     def __init__(
         self,
         link: Link,
+        merger: Merger,
         *,
         max_in_flight: int,
         request_timeout_ms: int,
@@ -117,6 +128,7 @@ class ProducerSession:
         on_error: Callable[[str], None] | None = None,
     ) -> None:
         self._link = link
+        self._merger = merger
         self._max_in_flight = max_in_flight
         self._request_timeout_ms = request_timeout_ms
         self._delivery_timeout_s = delivery_timeout_s
@@ -165,14 +177,15 @@ class ProducerSession:
             )
         if time.monotonic() - self._init_since > self._delivery_timeout_s:
             why = future.exception if future.failed() else f"error code {code}"
-            waiting = next((k for k, q in self._queues.items() if q.items), ("", -1))
+            waiting = next((k for k, q in self._queues.items() if q.items or q.staged), ("", -1))
             raise BatchSendError(
                 f"the target gave no producer id within the delivery timeout: {why}", waiting
             )
         return False
 
     def _start_over(self) -> None:
-        """New producer id: every partition's sequence restarts at 0, nothing is in flight."""
+        """New producer id: every partition's sequence restarts at 0, nothing is in flight.
+        The batches built keep their records; their headers are stamped again when sent."""
         log.warning("target producer session reset: re-sending unacknowledged batches")
         self.producer_id = self.epoch = -1
         self._reset = False
@@ -182,47 +195,54 @@ class ProducerSession:
             q.next_sequence = 0
             for p in q.items:
                 p.sequence = q.next_sequence
-                q.next_sequence = (q.next_sequence + p.batch.record_count) % SEQUENCE_LIMIT
+                q.next_sequence = (q.next_sequence + p.records) % SEQUENCE_LIMIT
 
     # -- queues ---------------------------------------------------------------------------------
 
-    def enqueue(self, target: TargetPartition, pending: Pending) -> None:
+    def enqueue(self, target: TargetPartition, staged: Staged) -> None:
+        """A source batch for this target partition, sent (merged with what is staged beside
+        it) once the partition may have another batch in flight."""
         q = self._queues.get(target)
         if q is None:
             q = self._queues[target] = Queue(*target)
-        pending.sequence = q.next_sequence
-        q.next_sequence = (q.next_sequence + pending.batch.record_count) % SEQUENCE_LIMIT
-        q.items.append(pending)
+        q.staged.append(staged)
+        q.staged_bytes += len(staged.batch.data)
 
-    def last(self, target: TargetPartition) -> Pending | None:
+    def last(self, target: TargetPartition) -> Staged | Pending | None:
+        """The newest batch not acknowledged yet (staged or built)."""
         q = self._queues.get(target)
-        return q.items[-1] if q is not None and q.items else None
+        if q is None:
+            return None
+        if q.staged:
+            return q.staged[-1]
+        return q.items[-1] if q.items else None
 
     def queued(self, target: TargetPartition) -> int:
+        """Batches not acknowledged yet: built, and source batches staged."""
         q = self._queues.get(target)
-        return len(q.items) if q is not None else 0
+        return len(q.items) + len(q.staged) if q is not None else 0
+
+    def staged_bytes(self, target: TargetPartition) -> int:
+        q = self._queues.get(target)
+        return q.staged_bytes if q is not None else 0
 
     def drop(self, target: TargetPartition) -> None:
         """Forget a partition's queue; the sequence is kept in case it comes back."""
         q = self._queues.get(target)
         if q is not None:
             # Responses still on the way for it are ignored (take() finds no item for them).
-            q.items.clear()
-            q.sent = q.in_flight = 0
-            q.retrying = False
+            q.clear()
 
     @property
     def unacknowledged(self) -> int:
-        return sum(len(q.items) for q in self._queues.values())
+        return sum(len(q.items) + len(q.staged) for q in self._queues.values())
 
     def abandon(self) -> None:
         """Forget every unacknowledged batch (a send failed; the loop re-sends from the last
         commit) and start a new session: the dropped batches may or may not be on the target,
         so their sequence cannot go on. Responses still on the way are ignored."""
         for q in self._queues.values():
-            q.items.clear()
-            q.sent = q.in_flight = 0
-            q.retrying = False
+            q.clear()
             q.retry_at = 0.0
         self._requests.clear()
         self._failure = None
@@ -233,19 +253,22 @@ class ProducerSession:
     # -- requests -------------------------------------------------------------------------------
 
     def send(self) -> None:
+        """Send what may go now: per partition its unsent batches (retries) or, with a slot
+        free, one batch built from everything staged."""
         if not self.ready():
             return
         now = time.monotonic()
         by_node: dict[int, list[Queue]] = {}
         for q in self._queues.values():
-            if q.items and now - q.items[0].since > self._delivery_timeout_s:
+            oldest = q.oldest
+            if oldest is not None and now - oldest > self._delivery_timeout_s:
                 raise BatchSendError(
                     f"target {q.topic}[{q.partition}] did not acknowledge a batch within "
                     f"{self._delivery_timeout_s:.0f} s (message.timeout.ms); nothing past it "
                     "was acknowledged",
                     (q.topic, q.partition),
                 )
-            if q.sent >= len(q.items) or q.retrying or q.retry_at > now:
+            if (q.sent >= len(q.items) and not q.staged) or q.retrying or q.retry_at > now:
                 continue
             node = self._link.leader(q.topic, q.partition)
             if node is None:
@@ -254,14 +277,39 @@ class ProducerSession:
             by_node.setdefault(node, []).append(q)
         for node, queues in by_node.items():
             while self._room(node):
-                items = [
-                    (q, q.items[q.sent])
-                    for q in queues
-                    if q.sent < len(q.items) and q.in_flight < self._max_in_flight
-                ]
+                items = []
+                size = 0
+                for q in queues:
+                    if q.in_flight >= self._max_in_flight or size >= MAX_REQUEST_BYTES:
+                        continue
+                    p = self._next(q)
+                    if p is not None:
+                        items.append((q, p))
+                        size += len(p.data)
                 if not items:
                     break
                 self._send(node, items)
+
+    def _next(self, q: Queue) -> Pending | None:
+        """The partition's next batch to send: an unsent one, or one built from its stage."""
+        if q.sent < len(q.items):
+            return q.items[q.sent]
+        if not q.staged:
+            return None
+        p = self._merger.build(
+            q.staged,
+            q.topic,
+            self.producer_id,
+            self.epoch,
+            q.next_sequence,
+            transactional=self.transactional_id is not None,
+        )
+        q.staged_bytes -= p.source_bytes
+        p.sequence = q.next_sequence
+        p.stamped = (self.producer_id, self.epoch, p.sequence)
+        q.next_sequence = (q.next_sequence + p.records) % SEQUENCE_LIMIT
+        q.items.append(p)
+        return p
 
     def _room(self, node: int) -> bool:
         """May another request go to this node now? (The connection's requests: ours.)"""
@@ -270,16 +318,14 @@ class ProducerSession:
     def _send(self, node: int, items: list[tuple[Queue, Pending]]) -> None:
         topics: dict[str, list[Any]] = {}
         for q, p in items:
-            data = rewrite(
-                p.batch,
-                self.producer_id,
-                self.epoch,
-                p.sequence,
-                transactional=self.transactional_id is not None,
-            )
+            stamped = (self.producer_id, self.epoch, p.sequence)
+            if p.stamped != stamped:  # built under an earlier producer session
+                data = bytearray(p.data)
+                stamp(data, *stamped, transactional=self.transactional_id is not None)
+                p.data, p.stamped = bytes(data), stamped
             topics.setdefault(q.topic, []).append(
                 ProduceRequest.TopicProduceData.PartitionProduceData(
-                    index=q.partition, records=bytes(data)
+                    index=q.partition, records=p.data
                 )
             )
             q.sent += 1
@@ -350,11 +396,23 @@ class ProducerSession:
         name = f"{code}" if part is None else f"error code {code}"
         if code != -1:
             self._on_error(str(code))
+        if code in TOO_LARGE and p.batches > 1:
+            # A merged batch: the topic's limit must have been lowered since it was read.
+            self._merger.too_large(q.topic)
+            raise BatchSendError(
+                f"target {q.topic}[{q.partition}] refused a merged batch of {len(p.data)} "
+                f"bytes ({TOO_LARGE[code]}) built from {p.batches} source batches of "
+                f"{p.source[0]}[{p.source[1]}] from offset {p.first}: the topic's "
+                "max.message.bytes is lower than when it was read. It is read again; nothing "
+                "past it was acknowledged",
+                (q.topic, q.partition),
+                code=code,
+            )
         if code in TOO_LARGE:
             raise BatchSendError(
-                f"target {q.topic}[{q.partition}] refused a batch of {len(p.batch.data)} bytes "
+                f"target {q.topic}[{q.partition}] refused a batch of {len(p.data)} bytes "
                 f"({TOO_LARGE[code]}: Message size too large) copied from source "
-                f"{p.source[0]}[{p.source[1]}] offset {p.batch.base_offset}: raise "
+                f"{p.source[0]}[{p.source[1]}] offset {p.first}: raise "
                 f"max.message.bytes of the target topic '{q.topic}' (or the target broker's "
                 "message.max.bytes) to at least the "
                 "source's. Retrying cannot help and skipping it would lose it; nothing past it "
@@ -379,7 +437,7 @@ class ProducerSession:
             errors = [e.batch_index_error_message for e in (part.record_errors or [])]
             raise BatchSendError(
                 f"target {q.topic}[{q.partition}] refused the batch from source "
-                f"{p.source[0]}[{p.source[1]}] offset {p.batch.base_offset}: {name}{detail} "
+                f"{p.source[0]}[{p.source[1]}] offset {p.first}: {name}{detail} "
                 f"{errors[:1] or ''}. Nothing past it was acknowledged",
                 (q.topic, q.partition),
                 code=code,

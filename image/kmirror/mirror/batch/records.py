@@ -39,6 +39,7 @@ CODEC_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
+DELETE_HORIZON_MASK = 0x40  # the log cleaner's delete horizon is the base timestamp
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 _PREFIX = struct.Struct(">qi")  # baseOffset, batchLength
@@ -91,6 +92,19 @@ class Batch:
         records than the range), which a broker refuses from a producer."""
         return self.record_count == self.last_offset_delta + 1
 
+    @property
+    def mergeable(self) -> bool:
+        """What the merge kernel (kmirror_batches) takes besides contiguity and one codec per
+        run: v2, dense, CreateTime, a record batch (not a marker), a known codec, no delete
+        horizon. (Its CRC and record layout it checks itself.)"""
+        return (
+            self.magic == 2
+            and self.dense
+            and self.record_count > 0
+            and not self.attributes & (TIMESTAMP_TYPE_MASK | CONTROL_MASK | DELETE_HORIZON_MASK)
+            and self.attributes & CODEC_MASK in CODECS
+        )
+
 
 def split(data: bytes | memoryview) -> tuple[list[Batch], int]:
     """The complete batches in a fetched slice, and the size of the first incomplete batch
@@ -142,13 +156,28 @@ def rewrite(
     out = bytearray(batch.data)
     _PREFIX.pack_into(out, 0, 0, len(out) - LOG_OVERHEAD)
     struct.pack_into(">i", out, 12, -1)  # partitionLeaderEpoch: the target's leader sets it
-    attributes = batch.attributes & ~TRANSACTIONAL_MASK
+    stamp(out, producer_id, producer_epoch, base_sequence, transactional=transactional)
+    return out
+
+
+def stamp(
+    data: bytearray,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    *,
+    transactional: bool,
+) -> None:
+    """Put our producer id, epoch, sequence and transactional bit into a v2 batch (in place)
+    and recompute its CRC32C: a batch built for one producer session, sent by another (a new
+    producer id after the target lost our sequence)."""
+    (attributes,) = struct.unpack_from(">h", data, ATTRIBUTES_OFFSET)
+    attributes &= ~TRANSACTIONAL_MASK
     if transactional:
         attributes |= TRANSACTIONAL_MASK
-    struct.pack_into(">h", out, ATTRIBUTES_OFFSET, attributes)
-    _PRODUCER.pack_into(out, PRODUCER_OFFSET, producer_id, producer_epoch, base_sequence)
-    _CRC.pack_into(out, CRC_OFFSET, crc32c.crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
-    return out
+    struct.pack_into(">h", data, ATTRIBUTES_OFFSET, attributes)
+    _PRODUCER.pack_into(data, PRODUCER_OFFSET, producer_id, producer_epoch, base_sequence)
+    _CRC.pack_into(data, CRC_OFFSET, crc32c.crc32c(memoryview(data)[ATTRIBUTES_OFFSET:]))
 
 
 def control_type(batch: Batch) -> int | None:

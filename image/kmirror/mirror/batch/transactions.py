@@ -33,15 +33,15 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kmirror.errors import SendError
 from kmirror.kafka.wire import Link
+from kmirror.mirror.batch.merger import Merger, Pending, Staged
 from kmirror.mirror.batch.producer import (
     OUT_OF_ORDER_SEQUENCE,
-    Pending,
     ProducerSession,
     Queue,
     behind_unresolved,
 )
-from kmirror.mirror.batch.records import Batch, split
-from kmirror.partitions import TargetPartition
+from kmirror.mirror.batch.records import split
+from kmirror.partitions import SourcePartition, TargetPartition
 
 FIND_VERSION = 3  # one key per request (v4+ batches keys)
 INIT_VERSION = 4
@@ -179,8 +179,8 @@ def init_request(transactional_id: str, timeout_ms: int) -> Callable[[], Any]:
 class TxnSession(ProducerSession):
     """A ProducerSession under one transactional id (see the module doc)."""
 
-    def __init__(self, link: Link, transactional_id: str, **kwargs: Any) -> None:
-        super().__init__(link, **kwargs)
+    def __init__(self, link: Link, merger: Merger, transactional_id: str, **kwargs: Any) -> None:
+        super().__init__(link, merger, **kwargs)
         self.transactional_id = self.tid = transactional_id  # (the base's is optional)
         self.fenced = False
         self.added: set[TargetPartition] = set()  # target partitions in the open transaction
@@ -196,7 +196,9 @@ class TxnSession(ProducerSession):
 
     def to_add(self) -> list[TargetPartition]:
         """Target partitions with batches waiting that the open transaction lacks."""
-        return sorted(k for k, q in self._queues.items() if q.items and k not in self.added)
+        return sorted(
+            k for k, q in self._queues.items() if (q.items or q.staged) and k not in self.added
+        )
 
     def add_request(self, keys: list[TargetPartition]) -> Callable[[], Any]:
         topics: dict[str, list[int]] = {}
@@ -252,13 +254,10 @@ class TxnSession(ProducerSession):
         super()._result(q, p, part)
 
 
-class ProgressPending(Pending):
-    """The progress record's batch inside a partition's transaction (not a source batch)."""
-
-
-def progress_batch(key: bytes, value: bytes) -> Batch:
-    """One record as a v2 batch (kafka-python's builder); the session stamps its producer
-    id, epoch, sequence and the transactional bit like any copied batch."""
+def progress_record(source: SourcePartition, key: bytes, value: bytes, acked: int) -> Staged:
+    """The partition's progress record as one record in a v2 batch (kafka-python's builder),
+    staged like a copied batch but sent alone; the session stamps its producer id, epoch,
+    sequence and the transactional bit."""
     builder = DefaultRecordBatchBuilder(
         magic=2,
         compression_type=0,
@@ -270,4 +269,4 @@ def progress_batch(key: bytes, value: bytes) -> Batch:
     )
     builder.append(0, int(time.time() * 1000), key, value, [])
     batches, _ = split(bytes(builder.build()))
-    return batches[0]
+    return Staged(source, batches[0], acked, progress=True)

@@ -282,3 +282,11 @@ def test_message_handler_is_refused(mm1: list[str]) -> None:
         ConfigError, match=r"--message.handler: MirrorMaker handlers and listeners are Java"
     ):
         load([*mm1, "--message.handler", "com.example.Handler"])
+
+
+def test_mm2_metric_names_from_the_flag_or_the_variable() -> None:
+    assert load(KUDO).mm2_metric_names is False
+    assert load([*KUDO, "--mm2-metric-names"]).mm2_metric_names is True
+    assert load(KUDO, {"KMIRROR_MM2_METRIC_NAMES": "true"}).mm2_metric_names is True
+    with pytest.raises(ConfigError, match="KMIRROR_MM2_METRIC_NAMES"):
+        load(KUDO, {"KMIRROR_MM2_METRIC_NAMES": "sometimes"})

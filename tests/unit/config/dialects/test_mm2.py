@@ -164,13 +164,14 @@ def test_unimplemented_settings_in_one_note(write: Write) -> None:
     assert len(notes) == 1
     for key in (
         "emit.offset-syncs.enabled",
-        "a->b.sync.topic.acls.enabled",
         "checkpoints.topic.replication.factor",
         "b.offset.storage.replication.factor",
     ):
         assert key in notes[0]
-    # Disaster-recovery settings are implemented (config/dr.py): not in the note.
+    # Disaster-recovery settings (config/dr.py) and ACL sync (config/acls.py) are
+    # implemented: not in the note.
     assert "emit.checkpoints" not in notes[0]
+    assert "sync.topic.acls" not in notes[0]
 
 
 def test_client_settings_layers_and_group_id(write: Write) -> None:

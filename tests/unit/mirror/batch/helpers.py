@@ -5,6 +5,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from kafka.future import Future
+from kafka.protocol.producer.transaction import InitProducerIdRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 Header = tuple[str, bytes]
@@ -121,3 +123,52 @@ def read_any(data: bytes) -> tuple[Any, list[ReadBack]]:
     assert batch.validate_crc(), "the batch's CRC32C does not match its contents"
     records = [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in batch]
     return batch, records
+
+
+# -- the producer session's surroundings, without a broker ------------------------------------
+
+
+class Link:
+    """Node 1 leads everything; every request waits in `sent` for the test to answer it."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[Any, Future]] = []
+
+    def any_node(self) -> int:
+        return 1
+
+    def leader(self, topic: str, partition: int) -> int:
+        return 1
+
+    def in_flight(self, node: int) -> int:
+        return sum(1 for _, f in self.sent if not f.is_done)
+
+    def refresh(self) -> None:
+        pass
+
+    def send(self, node: int, request: Any) -> Future:
+        future = Future()
+        self.sent.append((request, future))
+        return future
+
+    def grant(self, producer_id: int) -> None:
+        """Answer the open InitProducerId request."""
+        from types import SimpleNamespace
+
+        request, future = self.sent[-1]
+        assert isinstance(request, InitProducerIdRequest)
+        future.success(SimpleNamespace(error_code=0, producer_id=producer_id, producer_epoch=0))
+
+
+class Limits:
+    """Every target topic takes batches up to `size` bytes (None: not known yet)."""
+
+    def __init__(self, size: int | None = 1_000_000) -> None:
+        self.size = size
+        self.forgotten: list[str] = []
+
+    def bound(self, topic: str) -> int | None:
+        return self.size
+
+    def forget(self, topic: str) -> None:
+        self.forgotten.append(topic)

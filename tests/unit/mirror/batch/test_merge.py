@@ -241,6 +241,9 @@ def test_schema_ids_of_keys_and_values_are_translated_and_nothing_else_changes(
         (b"\x00abc", b"\x01" + wire(2), []),  # too short / no magic: not the wire format
     ]
     assert (merged.rewritten_ids, merged.plain_keys, merged.plain_values) == (3, 2, 1)
+    # Records with neither key nor value in the wire format (the metric of plain records):
+    # the one with both null, and the last (too short a key, no magic in the value).
+    assert merged.plain_records == 2
     assert merged.unmapped == []
 
 

@@ -10,58 +10,29 @@ from typing import Any
 
 import pytest
 from kafka.future import Future
-from kafka.protocol.producer.transaction import InitProducerIdRequest
 from kafka.record.default_records import DefaultRecordBatch
 
 from kmirror.errors import SendError
-from kmirror.mirror.batch.producer import RETRY_BACKOFF_S, BatchSendError, Pending, ProducerSession
+from kmirror.mirror.batch.merger import Merger, Staged
+from kmirror.mirror.batch.producer import RETRY_BACKOFF_S, BatchSendError, ProducerSession
 from kmirror.mirror.batch.records import split
 from kmirror.mirror.batch.transactions import TxnSession
-from tests.unit.mirror.batch.helpers import build
+from tests.unit.mirror.batch.helpers import Limits, Link, build
 
 pytestmark = pytest.mark.unit
 
 TARGET = ("t", 0)
 
 
-class Link:
-    """Node 1 leads everything; every request waits in `sent` for the test to answer it."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[Any, Future]] = []
-
-    def any_node(self) -> int:
-        return 1
-
-    def leader(self, topic: str, partition: int) -> int:
-        return 1
-
-    def in_flight(self, node: int) -> int:
-        return sum(1 for _, f in self.sent if not f.is_done)
-
-    def refresh(self) -> None:
-        pass
-
-    def send(self, node: int, request: Any) -> Future:
-        future = Future()
-        self.sent.append((request, future))
-        return future
-
-    def grant(self, producer_id: int) -> None:
-        """Answer the open InitProducerId request."""
-        request, future = self.sent[-1]
-        assert isinstance(request, InitProducerIdRequest)
-        future.success(SimpleNamespace(error_code=0, producer_id=producer_id, producer_epoch=0))
-
-
-def pending(count: int) -> Pending:
+def pending(count: int) -> Staged:
     (batch,), _ = split(build(list(range(count)), base_offset=100))
-    return Pending(("s", 0), batch, batch.next_offset)
+    return Staged(("s", 0), batch, batch.next_offset)
 
 
 def session(link: Link, delivery_timeout_s: float = 60.0) -> ProducerSession:
     return ProducerSession(
         link,  # type: ignore[arg-type]
+        Merger(Limits()),
         max_in_flight=5,
         request_timeout_ms=30_000,
         delivery_timeout_s=delivery_timeout_s,
@@ -113,7 +84,132 @@ def test_a_batch_nobody_acknowledges_is_a_send_failure_the_loop_may_retry() -> N
     assert not err.value.permanent
 
 
-def answer(future: Future, code: int, base_offset: int = 0) -> None:
+# -- re-batching: what a free slot sends ------------------------------------------------------
+
+
+def contiguous(counts: list[int], first: int = 0) -> list[Staged]:
+    """Source batches of these record counts, back to back from offset `first`."""
+    out, offset = [], first
+    for n in counts:
+        (batch,), _ = split(build(list(range(n)), base_offset=offset))
+        out.append(Staged(("s", 0), batch, batch.next_offset))
+        offset += n
+    return out
+
+
+def answer(link: Link, index: int, base_offset: int, code: int = 0) -> None:
+    request, future = link.sent[index]
+    parts = [
+        SimpleNamespace(index=pd.index, error_code=code, base_offset=base_offset,
+                        error_message=None, record_errors=[])
+        for td in request.topic_data for pd in td.partition_data
+    ]  # fmt: skip
+    name = request.topic_data[0].name
+    future.success(
+        SimpleNamespace(responses=[SimpleNamespace(name=name, partition_responses=parts)])
+    )
+
+
+def started(link: Link, limits: Limits | None = None) -> ProducerSession:
+    s = ProducerSession(
+        link,  # type: ignore[arg-type]
+        Merger(limits or Limits()),
+        max_in_flight=5,
+        request_timeout_ms=30_000,
+        delivery_timeout_s=60.0,
+    )
+    s.ready()
+    link.grant(7)
+    return s
+
+
+def test_what_is_staged_when_a_slot_is_free_goes_out_at_once_as_one_batch() -> None:
+    link = Link()
+    s = started(link)
+    for staged in contiguous([3, 1, 5, 2]):
+        s.enqueue(TARGET, staged)
+    s.send()
+    ((request, _),) = link.sent[1:]
+    batch = produced(request)
+    assert [r.offset for r in batch] == list(range(11))  # one batch, offsets renumbered
+    assert (batch.producer_id, batch.base_sequence) == (7, 0)
+    answer(link, 1, base_offset=500)
+    (acked,) = s.take()
+    # What the book is told: source offsets 0..10 landed at target offsets 500..510.
+    assert (acked.first, acked.records, acked.next_source, acked.target_offset) == (0, 11, 11, 500)
+    assert acked.batches == 4 and s.unacknowledged == 0
+
+
+def test_while_every_slot_is_taken_batches_wait_and_the_next_slot_takes_them_all() -> None:
+    link = Link()
+    s = started(link)
+    batches = contiguous([2] * 10)
+    for staged in batches[:5]:
+        s.enqueue(TARGET, staged)
+        s.send()  # a free slot each time: one batch each, as it came
+    assert len(link.sent) == 6 and s.queued(TARGET) == 5
+    for staged in batches[5:]:
+        s.enqueue(TARGET, staged)
+    s.send()
+    assert len(link.sent) == 6  # five in flight: they wait
+    answer(link, 1, base_offset=0)
+    assert [p.records for p in s.take()] == [2]
+    s.send()
+    merged = produced(link.sent[-1][0])
+    assert (len(link.sent), len(list(merged)), merged.base_sequence) == (7, 10, 10)
+
+
+def test_a_gap_in_source_offsets_starts_a_new_batch() -> None:
+    link = Link()
+    s = started(link)
+    for staged in contiguous([3, 3]) + contiguous([2], first=7):  # offset 6 is missing
+        s.enqueue(TARGET, staged)
+    s.send()
+    sent = [produced(r) for r, _ in link.sent[1:]]
+    assert [(len(list(b)), b.base_sequence) for b in sent] == [(6, 0), (2, 6)]
+
+
+def test_batches_go_one_by_one_until_the_target_topics_limit_is_known() -> None:
+    link = Link()
+    s = started(link, Limits(None))
+    for staged in contiguous([2, 2, 2]):
+        s.enqueue(TARGET, staged)
+    s.send()
+    assert [len(list(produced(r))) for r, _ in link.sent[1:]] == [2, 2, 2]
+
+
+def test_a_new_producer_session_sends_the_merged_batches_again_under_its_id() -> None:
+    link = Link()
+    s = started(link)
+    for staged in contiguous([3, 3]):
+        s.enqueue(TARGET, staged)
+    s.send()
+    answer(link, 1, base_offset=-1, code=45)  # OUT_OF_ORDER_SEQUENCE_NUMBER: the id is lost
+    assert s.take() == []
+    s.send()
+    link.grant(8)
+    time.sleep(RETRY_BACKOFF_S)  # a failed partition waits this long before sending again
+    s.send()
+    again = produced(link.sent[-1][0])
+    assert again.validate_crc()
+    assert (again.producer_id, again.base_sequence, len(list(again))) == (8, 0, 6)
+
+
+def test_a_merged_batch_refused_as_too_large_asks_for_the_limit_again() -> None:
+    link = Link()
+    limits = Limits()
+    s = started(link, limits)
+    for staged in contiguous([3, 3]):
+        s.enqueue(TARGET, staged)
+    s.send()
+    answer(link, 1, base_offset=-1, code=10)  # MESSAGE_TOO_LARGE
+    s.take()
+    with pytest.raises(BatchSendError, match=r"max\.message\.bytes is lower") as err:
+        s.check()
+    assert not err.value.permanent and limits.forgotten == ["t"]
+
+
+def answer_future(future: Future, code: int, base_offset: int = 0) -> None:
     """The target's answer for partition TARGET of one Produce request."""
     part = SimpleNamespace(
         index=TARGET[1], error_code=code, base_offset=base_offset, error_message=None,
@@ -131,7 +227,14 @@ def resent_after_backoff(s: ProducerSession, link: Link, since: int) -> list[tup
 
 
 def txn_session(link: Link) -> TxnSession:
-    s = TxnSession(link, "tx", max_in_flight=5, request_timeout_ms=30_000, delivery_timeout_s=60.0)  # type: ignore[arg-type]
+    s = TxnSession(
+        link,  # type: ignore[arg-type]
+        Merger(Limits()),
+        "tx",
+        max_in_flight=5,
+        request_timeout_ms=30_000,
+        delivery_timeout_s=60.0,
+    )
     s.start(7, 0)
     s.added.add(TARGET)
     return s
@@ -150,8 +253,8 @@ def test_out_of_order_behind_a_failed_batch_is_retried_under_a_transaction() -> 
     s.enqueue(TARGET, pending(2))
     s.send()
     (_, first), (_, second) = link.sent
-    answer(first, 6)
-    answer(second, 45)
+    answer_future(first, 6)
+    answer_future(second, 45)
     assert s.take() == []
     s.check()
     assert resent_after_backoff(s, link, 2) == [(7, 0), (7, 3)]
@@ -169,9 +272,9 @@ def test_out_of_order_before_the_batch_ahead_answered_keeps_the_producer_id() ->
     s.enqueue(TARGET, pending(2))
     s.send()
     (_, first), (_, second) = link.sent[1:]
-    answer(second, 45)
+    answer_future(second, 45)
     assert s.take() == []
-    answer(first, 6)
+    answer_future(first, 6)
     assert s.take() == []
     assert s.ready()  # no new producer id
     assert resent_after_backoff(s, link, 3) == [(7, 0), (7, 3)]
@@ -184,7 +287,7 @@ def test_out_of_order_of_the_next_batch_itself_still_ends_the_transaction() -> N
     s = txn_session(link)
     s.enqueue(TARGET, pending(3))
     s.send()
-    answer(link.sent[0][1], 45)
+    answer_future(link.sent[0][1], 45)
     with pytest.raises(SendError, match=r"refused a transactional batch .* \(error code 45\)"):
         s.take()
         s.check()

@@ -12,17 +12,16 @@ import pytest
 from kafka.future import Future
 from kafka.record.default_records import DefaultRecordBatch
 
-from kmirror.mirror.batch.producer import Pending
+from kmirror.mirror.batch.merger import Merger, Staged
 from kmirror.mirror.batch.records import rewrite, split
 from kmirror.mirror.batch.transactions import (
     Coordinators,
-    ProgressPending,
     TxnSession,
     add_error,
     init_request,
-    progress_batch,
+    progress_record,
 )
-from tests.unit.mirror.batch.helpers import build
+from tests.unit.mirror.batch.helpers import Limits, Link, build
 
 pytestmark = pytest.mark.unit
 
@@ -37,8 +36,12 @@ def test_transactional_rewrite_sets_the_bit_under_our_producer_and_keeps_the_rec
     assert bytes(rewrite(batch, 4242, 7, 30, transactional=True))[61:] == source[61:]
 
 
-def test_progress_batch_is_one_record_with_the_key_and_value() -> None:
-    batch = progress_batch(b'{"topic":"t","partition":3}', b'{"format":1,"acked":42}')
+def test_progress_record_is_one_record_with_the_key_and_value_sent_alone() -> None:
+    staged = progress_record(
+        ("t", 3), b'{"topic":"t","partition":3}', b'{"format":1,"acked":42}', 42
+    )
+    assert staged.progress and staged.next_source == 42
+    batch = staged.batch
     assert (batch.magic, batch.record_count, batch.dense) == (2, 1, True)
     out = DefaultRecordBatch(bytes(rewrite(batch, 5, 1, 0, transactional=True)))
     assert out.validate_crc() and out.is_transactional
@@ -79,9 +82,10 @@ class _NoLink:
         raise AssertionError(f"network used: {name}")
 
 
-def _session() -> TxnSession:
+def _session(link: Any = None) -> TxnSession:
     return TxnSession(
-        _NoLink(),  # type: ignore[arg-type]
+        link or _NoLink(),
+        Merger(Limits()),
         "kmirror-g-t-0",
         max_in_flight=5,
         request_timeout_ms=1000,
@@ -95,11 +99,11 @@ def test_a_session_sends_only_into_partitions_its_transaction_holds() -> None:
     s.start(17, 2)
     assert s.ready() and not s.open  # nothing queued: nothing to add
     (batch,), _ = split(build([0, 1]))
-    s.enqueue(("t", 0), Pending(("t", 0), batch, 2))
+    s.enqueue(("t", 0), Staged(("t", 0), batch, 2))
     assert s.to_add() == [("t", 0)] and not s.ready()
     s.added.add(("t", 0))
     assert s.ready() and s.open
-    s.enqueue(("progress", 0), ProgressPending(("t", 0), progress_batch(b"k", b"v"), 2))
+    s.enqueue(("progress", 0), progress_record(("t", 0), b"k", b"v", 2))
     assert s.to_add() == [("progress", 0)] and not s.ready()
     s.fenced = True
     s.added.add(("progress", 0))
@@ -107,15 +111,27 @@ def test_a_session_sends_only_into_partitions_its_transaction_holds() -> None:
 
 
 def test_a_session_sequences_each_target_partition_from_zero() -> None:
-    s = _session()
+    link = Link()
+    s = _session(link)
     s.start(17, 2)
     (batch,), _ = split(build([0, 1, 2]))
-    first, second = Pending(("t", 0), batch, 3), Pending(("t", 0), batch, 6)
-    progress = ProgressPending(("t", 0), progress_batch(b"k", b"v"), 6)
-    s.enqueue(("t", 0), first)
-    s.enqueue(("t", 0), second)
-    s.enqueue(("progress", 0), progress)
-    assert (first.sequence, second.sequence, progress.sequence) == (0, 3, 0)
+    later = split(build([0, 1, 2], base_offset=3))[0][0]
+    s.enqueue(("t", 0), Staged(("t", 0), batch, 3))
+    s.enqueue(("t", 0), Staged(("t", 0), later, 6))
+    s.enqueue(("progress", 0), progress_record(("t", 0), b"k", b"v", 6))
+    s.added.update({("t", 0), ("progress", 0)})
+    s.send()
+    sent = {
+        pd.index if td.name == "t" else -1: DefaultRecordBatch(pd.records)
+        for request, _ in link.sent
+        for td in request.topic_data
+        for pd in td.partition_data
+    }
+    # The two source batches went out merged; the progress record alone, in its own partition.
+    assert (sent[0].base_sequence, sent[-1].base_sequence) == (0, 0)
+    assert sent[0].producer_id == sent[-1].producer_id == 17
+    assert sent[0].is_transactional and sent[-1].is_transactional
+    assert len(list(sent[0])) == 6 and len(list(sent[-1])) == 1
 
 
 class _Coordinator:
