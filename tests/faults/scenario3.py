@@ -14,8 +14,8 @@ What every scenario asserts, whatever its fault:
 * 0 missing, 0 extra, and under --exactly-once 0 duplicates and 0 order violations
   (read_committed); the validation job confirms every full-tier exactly-once run.
 
-The fault operations both sides share live here too: leaders moved by reassignments and
-preferred-leader elections, the leader of a mirrored partition killed with kill -9.
+The broker faults both sides share (leaders moved, a leader killed, a rolling restart) are in
+tests/faults/brokers3.py.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaException
 
 from tests.faults import harness
 from tests.faults.cluster3 import LINGER_MS3, RATE3, Clusters3
@@ -38,10 +39,20 @@ from tests.kafkatools import create_topic, delete_topic, wait_until
 Record = Callable[[Result], None]
 
 ENGINES = ("record", "batch")
-# After the last fault: how long the lag is watched, and the most it may be then (10 s of
-# load: the saw-tooth of a 1 s commit interval is 1-3 s of it on this machine).
+# After the last fault: how long every partition has to move on (the full tier watches the lag
+# that long), and the most the lag may be then (10 s of load: the saw-tooth of a 1 s commit
+# interval is 1-3 s of it on this machine).
 STEADY_S = {"short": 5.0, "full": 10.0}
 STEADY_LAG_MAX = RATE3 * 10
+# A target that refuses every record for longer than message.timeout.ms (60 s by default) ends a
+# mirror with abort.on.send.failure=true (exit 1; its Deployment restarts it: by design,
+# docs/reliability.md). The scenarios that hold the target away that long pass this, the
+# setting for riding such outages out, since their pass is that the mirror never exits: it
+# waits, re-sends everything since its last commit and goes on by itself.
+RIDE_OUT = ("--abort.on.send.failure", "false")
+# What a progress check raises while a fault slows the cluster (a timeout, a partition without
+# a leader in the metadata): the check is left out, never a reason to fail the scenario.
+CHECK_ERRORS = (KafkaException, KeyError)
 
 
 def matrix(short: tuple[str, bool] | None) -> Any:
@@ -75,7 +86,14 @@ class Scenario:
     """One run: the topic, the load, the mirror (through the proxies), the faults."""
 
     def __init__(
-        self, name: str, mode: str, engine: str, eos: bool, three: Clusters3, tmp_path: Path
+        self,
+        name: str,
+        mode: str,
+        engine: str,
+        eos: bool,
+        three: Clusters3,
+        tmp_path: Path,
+        flags: tuple[str, ...] = (),
     ) -> None:
         self.three = three
         self.mode = mode
@@ -92,7 +110,7 @@ class Scenario:
             three.proxied,
             self.group,
             self.topic,
-            extra=("--engine", engine),
+            extra=("--engine", engine, *flags),
         )
         self.mirror = Mirror(args, tmp_path)
         self.started = time.monotonic()
@@ -105,14 +123,18 @@ class Scenario:
         end, done = self.progress.source_end(), self.progress.committed()
         return sum(end.values()) - sum(max(done.get(p, 0), 0) for p in end)
 
+    def sample_lag(self, lags: list[int]) -> None:
+        """lag() appended to `lags`, unless the check fails (CHECK_ERRORS)."""
+        with contextlib.suppress(*CHECK_ERRORS):
+            lags.append(self.lag())
+
     def hold(self, seconds: float, step: float = 2.0) -> dict[str, int]:
         """Let a fault last `seconds`, sampling the lag: its peak and its last value."""
-        lags = []
+        lags: list[int] = []
         t0 = time.monotonic()
         while time.monotonic() - t0 < seconds:
             time.sleep(min(step, max(0.0, seconds - (time.monotonic() - t0))))
-            with contextlib.suppress(Exception):  # a fault may slow the check, not fail it
-                lags.append(self.lag())
+            self.sample_lag(lags)
         return {"lag_max": max(lags, default=-1), "lag_last": lags[-1] if lags else -1}
 
     def fault(
@@ -151,30 +173,35 @@ class Scenario:
             raise AssertionError(f"the mirror exited after {what}:\n{self.mirror.logs()[-3000:]}")
 
     def steady(self) -> None:
-        """The lag's saw-tooth after the last fault: over STEADY_S, every partition's committed
-        offset moves on (none is stuck) and the lag stays under STEADY_LAG_MAX. First the
-        backlog a long fault left (a minute of load) is copied: until the group committed
-        what the source holds now."""
+        """The lag's saw-tooth after the last fault. First the backlog a long fault left (a
+        minute of load) is copied: until the group committed what the source holds now. Then
+        every partition's committed offset must move on (none is stuck) within STEADY_S, and
+        the lag stay under STEADY_LAG_MAX; the full tier watches the whole STEADY_S, the short
+        one only until every partition moved (about one commit interval: make test has no
+        seconds to spare)."""
         seconds = STEADY_S[self.mode]
         t0 = time.monotonic()
         self.caught_up(self.progress.source_end(), "the backlog of the last fault")
         drained_s = round(time.monotonic() - t0, 2)
         first = self.progress.committed()
-        lags = []
+        lags: list[int] = []
+        stuck = sorted(first)
         t0 = time.monotonic()
-        while time.monotonic() - t0 < seconds:
+        while time.monotonic() - t0 < seconds and (stuck or self.mode == "full"):
             time.sleep(0.5)
             self.assert_running("the last fault")
-            lags.append(self.lag())
-        last = self.progress.committed()
-        stuck = sorted(p for p in first if last.get(p, -1) <= first[p])
+            self.sample_lag(lags)
+            with contextlib.suppress(*CHECK_ERRORS):
+                now = self.progress.committed()
+                stuck = [p for p in stuck if now.get(p, -1) <= first[p]]
         self.res.details["steady"] = {
             "drained_s": drained_s,
-            "seconds": seconds,
-            "lag_max": max(lags),
+            "watched_s": round(time.monotonic() - t0, 2),
+            "lag_max": max(lags, default=-1),
             "stuck": stuck,
         }
         assert not stuck, f"partitions {stuck} committed nothing for {seconds:.0f}s: {first}"
+        assert lags, "the lag could not be read after the last fault"
         assert max(lags) < STEADY_LAG_MAX, f"lag {lags} after the last fault"
 
     def run(self, faults: Callable[[Scenario], None], record: Record) -> Result:
@@ -219,88 +246,8 @@ def play(
     tmp_path: Path,
     record: Record,
     faults: Callable[[Scenario], None],
+    flags: tuple[str, ...] = (),
 ) -> Result:
-    """Run one scenario under its guarantee."""
+    """Run one scenario under its guarantee; `flags`: more arguments of `kmirror run`."""
     with guarantee(eos):
-        return Scenario(name, mode, engine, eos, three, tmp_path).run(faults, record)
-
-
-# --------------------------------------------------------------------------- leaders moved
-
-
-def move_leaders(s: Scenario, side: str, kind: str) -> dict[str, Any]:
-    """Leaders of every partition of the side's topic moved by `kind`:
-    rotate: the replica lists reordered by a reassignment, then a preferred-leader election;
-    shrink: a reassignment that drops each partition's leader from its replicas;
-    grow: the dropped broker added back as the preferred replica, then an election."""
-    three, topic = s.three, s.topic
-    before = three.partitions(side, topic)
-    if kind == "rotate":
-        three.reassign(side, topic, {p: r[1:] + r[:1] for p, (_, r, _) in before.items()})
-    elif kind == "shrink":
-        three.reassign(
-            side, topic, {p: [b for b in r if b != lead] for p, (lead, r, _) in before.items()}
-        )
-    else:
-        missing = {p: [b for b in (1, 2, 3) if b not in r] for p, (_, r, _) in before.items()}
-        three.reassign(side, topic, {p: missing[p] + r for p, (_, r, _) in before.items()})
-    elections = three.elect_preferred(side, topic) if kind != "shrink" else 0
-    after = s.leaders(side)
-    moved = sum(1 for p, (lead, _, _) in before.items() if after[p] != lead)
-    assert moved == len(before), f"{kind}: leaders {before} -> {after}"
-    leaders = {p: v[0] for p, v in before.items()}
-    return {"kind": kind, "leaders_before": leaders, "after": after, "elections": elections}
-
-
-LEADER_MOVES = {"short": ["rotate"], "full": ["rotate", "shrink", "grow", "rotate"]}
-
-
-def leaders_moved(side: str) -> Callable[[Scenario], None]:
-    """The faults of a leaders-moved scenario on `side` (short: once; full: rotate, shrink,
-    grow, rotate)."""
-
-    def faults(s: Scenario) -> None:
-        for kind in LEADER_MOVES[s.mode]:
-            s.fault(lambda k=kind: move_leaders(s, side, k), f"{side} leaders moved ({kind})")
-
-    return faults
-
-
-# --------------------------------------------------------------------------- kill -9
-
-
-def kill_leader(s: Scenario, side: str) -> dict[str, Any]:
-    partition = s.rnd.randrange(PARTITIONS)
-    node = s.leaders(side)[partition]
-    s.three.kill(side, node)
-    return {"partition": partition, "killed": node, "at": time.monotonic()}
-
-
-def restart_killed(s: Scenario, side: str, down_s: float) -> dict[str, Any]:
-    """Start the killed broker again once it has been down `down_s` (past the 9 s of
-    broker.session.timeout.ms: the controller fenced it and moved its leaders), and wait until
-    every replica is in sync."""
-    killed = s.res.details["faults"][-1]["detail"]
-    time.sleep(max(0.0, killed["at"] + down_s - time.monotonic()))
-    killed["leaders_while_down"] = s.leaders(side)
-    killed["down_s"] = round(time.monotonic() - killed.pop("at"), 1)
-    s.three.start(side, killed["killed"])
-    return {"in_sync_after_s": round(s.three.in_sync(side), 1)}
-
-
-KILLS = {"short": 1, "full": 3}
-
-
-def leader_killed(side: str, down_s: float = 15.0) -> Callable[[Scenario], None]:
-    """kill -9 of the broker leading a random mirrored partition on `side` (short: once;
-    full: three times), started again after `down_s`."""
-
-    def faults(s: Scenario) -> None:
-        for _ in range(KILLS[s.mode]):
-            s.fault(
-                lambda: kill_leader(s, side),
-                f"{side} leader kill -9",
-                lambda: restart_killed(s, side, down_s),
-            )
-
-    return faults
+        return Scenario(name, mode, engine, eos, three, tmp_path, flags).run(faults, record)

@@ -19,27 +19,16 @@ the validation job confirms each exactly-once run.
 
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, Producer
 
-from tests.faults.cluster3 import RATE3, Clusters3
-from tests.faults.scenario3 import (
-    Record,
-    Scenario,
-    leader_killed,
-    leaders_moved,
-    matrix,
-    play,
-)
+from tests.faults.brokers3 import leader_killed, leaders_moved, rolled
+from tests.faults.cluster3 import QUIET, RATE3, Clusters3
+from tests.faults.scenario3 import RIDE_OUT, Record, Scenario, matrix, play
 from tests.kafkatools import create_topic, delete_topic
-
-QUIET = logging.getLogger("faults.three.probe")
-QUIET.addHandler(logging.NullHandler())
-QUIET.propagate = False
 
 
 @matrix(short=("batch", False))
@@ -68,11 +57,7 @@ def test_target_rolling_restart(
 ) -> None:
     """Every target broker restarted in turn (clean stop, start, wait until in sync), as an
     upgrade does. Recovery is measured from the end of the roll."""
-
-    def faults(s: Scenario) -> None:
-        s.fault(lambda: s.three.roll("target"), "target rolling restart")
-
-    play("rolling-restart", mode, engine, eos, three, tmp_path, fault_results3, faults)
+    play("rolling-restart", mode, engine, eos, three, tmp_path, fault_results3, rolled("target"))
 
 
 # --------------------------------------------------------------------------- min.insync.replicas
@@ -138,9 +123,10 @@ def test_target_below_min_insync_replicas(
 ) -> None:
     """Every produce to the mirrored topic refused with NOT_ENOUGH_REPLICAS for 60 s (one of
     three target brokers stopped, the topic's min.insync.replicas raised to 3), then accepted
-    again: the mirror waits, loses nothing, writes nothing twice under --exactly-once, and
-    catches up without a restart. Recovery is measured from min.insync.replicas restored;
-    the stopped broker then comes back and the mirror must catch up once more."""
+    again: the mirror (abort.on.send.failure=false, RIDE_OUT) waits, loses nothing, writes
+    nothing twice under --exactly-once, and catches up without a restart. Recovery is measured
+    from min.insync.replicas restored; the stopped broker then comes back and the mirror must
+    catch up once more."""
 
     def faults(s: Scenario) -> None:
         s.fault(
@@ -149,7 +135,7 @@ def test_target_below_min_insync_replicas(
             lambda: _start_stopped(s),
         )
 
-    play("below-min-isr", mode, engine, eos, three, tmp_path, fault_results3, faults)
+    play("below-min-isr", mode, engine, eos, three, tmp_path, fault_results3, faults, RIDE_OUT)
 
 
 # --------------------------------------------------------------------------- latency

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.faults.brokers3 import leader_killed, leaders_moved, rolled
 from tests.faults.cluster3 import Clusters3
-from tests.faults.scenario3 import Record, Scenario, leader_killed, leaders_moved, matrix, play
+from tests.faults.scenario3 import Record, matrix, play
 
 
 @matrix(short=None)
@@ -25,11 +26,9 @@ def test_source_rolling_restart(
     mode: str, engine: str, eos: bool, three: Clusters3, tmp_path: Path, fault_results3: Record
 ) -> None:
     """Every source broker restarted in turn (clean stop, start, wait until in sync), as an
-    upgrade does. Recovery is measured from the end of the roll."""
-
-    def faults(s: Scenario) -> None:
-        s.fault(lambda: s.three.roll("source"), "source rolling restart")
-
+    upgrade does: the group coordinator moves with the brokers. Recovery is measured from the
+    end of the roll."""
+    faults = rolled("source")
     play("src-rolling-restart", mode, engine, eos, three, tmp_path, fault_results3, faults)
 
 
