@@ -129,7 +129,7 @@ env-docs: venv ## Regenerate the variable table in docs/configuration.md from km
 module-graph: venv ## Redraw the package picture in docs/architecture.md from the imports
 	$(PY) -m scripts.modulegraph
 
-bench: setup ## Full benchmark: kmirror vs Apache MirrorMaker 2, 5 workloads, latency, sustained rate (about 35 min quiet; 30 GB free disk)
+bench: setup ## Full benchmark: kmirror vs Apache MirrorMaker 2, 5 workloads, latency, sustained rate, schema-ID translation (about 40 min quiet; 30 GB free disk)
 	$(PY) -m scripts.bench.run --full
 
 bench-validate: setup ## Validation speed: digest mode over 2 M records per side vs a plain Spark read-and-count

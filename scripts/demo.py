@@ -94,14 +94,22 @@ def target_count(bootstrap: str) -> int:
 def mirror_until_caught_up(mirror: ProcessGroup, dst: str, total: int) -> int:
     """Wait until the target holds every record, then stop the mirror (SIGTERM); its exit code."""
     t0 = time.monotonic()
+    # On a terminal one line counts up; in a log (CI, `make demo > file`) a line per change.
+    live = sys.stdout.isatty()
+    shown = -1
     while (copied := target_count(dst)) < total:
         if not mirror.running():
             raise SystemExit(f"demo: the mirror exited early; see {mirror.log_path}")
         if time.monotonic() - t0 > 120:
             raise SystemExit("demo: the target did not catch up within 120 s")
-        print(f"\r  target has {copied}/{total} records", end="", flush=True)
+        if live:
+            print(f"\r  target has {copied}/{total} records", end="", flush=True)
+        elif copied != shown:
+            print(f"  target has {copied}/{total} records", flush=True)
+        shown = copied
         time.sleep(0.5)
-    print(f"\r  target has {total}/{total} records after {time.monotonic() - t0:.1f}s")
+    back = "\r" if live else ""
+    print(f"{back}  target has {total}/{total} records after {time.monotonic() - t0:.1f}s")
     code = mirror.stop(60)
     print(f"  mirror stopped cleanly (exit {code}), offsets committed")
     return code

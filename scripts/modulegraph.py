@@ -66,7 +66,7 @@ ROLES = {
     "transactional IDs added to the target",
     "kmirror.logsetup": "logging of every process, set up in one place",
     "kmirror.entrypoint": "the container entrypoint: environment -> rendered files -> run",
-    "kmirror.app": "the supervisor: stream processes, DR, topic config sync, HTTP",
+    "kmirror.app": "the supervisor: stream processes, DR, topic config sync, HTTP, reloads",
     "kmirror.cli": "the `kmirror` command: subcommands, the configuration flags (flags.py)",
     "kmirror_validate.compare": "the comparison in parts; those without Spark import without it",
     "kmirror_validate": "kmirror-validate: the Spark job comparing source and target",

@@ -123,13 +123,20 @@ def configure(
         )
     handler.addFilter(Redactor(secrets))
     root.handlers[:] = [handler]
-    root.setLevel(python_level(level))
-    # librdkafka is chatty at DEBUG and its INFO is what operators need; a starting broker's
-    # retries are not news.
+    set_level(level)
+    # A starting broker's retries are not news.
     librdkafka = logging.getLogger("kmirror.librdkafka")
-    librdkafka.setLevel(max(python_level(level), logging.INFO))
     if not any(isinstance(f, StartingBroker) for f in librdkafka.filters):
         librdkafka.addFilter(StartingBroker())
+
+
+def set_level(level: str) -> None:
+    """The process's log level (log4j names too), with the chatty libraries kept quieter: at
+    start and when a reloaded configuration changes it (kmirror.app.reload)."""
+    logging.getLogger().setLevel(python_level(level))
+    # librdkafka is chatty at DEBUG and its INFO is what operators need.
+    librdkafka = logging.getLogger("kmirror.librdkafka")
+    librdkafka.setLevel(max(python_level(level), logging.INFO))
     # kafka-python (the batch path's protocol) logs every connection's life at INFO: a dozen
     # lines each time the batch path (re)starts. Its warnings stay; DEBUG shows everything.
     quiet = python_level(level) > logging.DEBUG

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from scripts.kafkalocal.java import jar_dir, java_bin
@@ -83,6 +83,9 @@ class Contender:
     # kmirror's --engine; "" passes none: the default engine, whatever it is called.
     engine: str = ""
     args: tuple[str, ...] = ()
+    # kmirror's --schema-id-mode with the run's two schema registries (scripts/bench/
+    # registries.py); "": no registries, records copied as they are.
+    schema_id_mode: str = ""
 
     @property
     def label(self) -> str:
@@ -92,6 +95,8 @@ class Contender:
                 base += " --exactly-once"
             if self.engine:
                 base += f" --engine {self.engine}"
+            if self.schema_id_mode:
+                base += f" --schema-id-mode {self.schema_id_mode}"
         else:
             base = f"MirrorMaker 2 tasks.max={self.parallelism}"
         return f"{base} [{self.variant}]" if self.variant else base
@@ -121,6 +126,8 @@ class Contender:
             out["mm2_props"] = dict(self.mm2_props)
         if self.args:
             out["args"] = list(self.args)
+        if self.schema_id_mode:
+            out["schema_id_mode"] = self.schema_id_mode
         return out
 
     def prepare(
@@ -130,11 +137,26 @@ class Contender:
         source: str,
         target: str,
         topics: list[str],
+        registries: tuple[str, str] | None = None,
     ) -> Launch:
+        """registries: the source and target schema registries' URLs (needed with
+        schema_id_mode)."""
         run_dir.mkdir(parents=True, exist_ok=True)
         if self.kind == "kmirror":
-            return self._kmirror(run_dir, run_id, source, target, topics)
+            launch = self._kmirror(run_dir, run_id, source, target, topics)
+            return replace(launch, cmd=[*launch.cmd, *self._schema_args(registries)])
         return self._mm2(run_dir, run_id, source, target, topics)
+
+    def _schema_args(self, registries: tuple[str, str] | None) -> list[str]:
+        if not self.schema_id_mode:
+            return []
+        if registries is None:
+            raise ValueError(f"{self.name} mirrors schemas: the run has no registries")
+        return [
+            *("--schema-registry-source-url", registries[0]),
+            *("--schema-registry-target-url", registries[1]),
+            *("--schema-id-mode", self.schema_id_mode),
+        ]
 
     def _kmirror(
         self, run_dir: Path, run_id: str, source: str, target: str, topics: list[str]

@@ -5,8 +5,13 @@
 Each one is a `Contender` (scripts/bench/contenders.py) built from the entry below: its fields
 are the contender's (engine, exactly_once, args = extra `kmirror run` arguments, consumer /
 producer = client properties written into the MM1 files, as a user would set them, env,
-module), plus `name` (default kmirror-<streams>-<experiment>). A new variant (say the schema-ID
-`translate` mode of issue 23) is one entry here: `"translate": Experiment(args=(...))`.
+module, schema_id_mode), plus `name` (default kmirror-<streams>-<experiment>). A new variant is
+one entry here.
+
+`translate` (issue 23) mirrors schemas: the run starts two schema registries, frames the values
+of the workloads it copies in the Confluent wire format, and the contender rewrites every ID
+(scripts/bench/registries.py); `kmirror-1` on the same framed backlog is its baseline. A full
+run includes it on 100B and small (plan.py).
 
 The consume batch and timeout are the record path's `Tuning` (constructor arguments, not user
 settings): those variants run kmirror through scripts/bench/kmirror_patched.py, which passes
@@ -20,6 +25,7 @@ from dataclasses import dataclass, field
 from scripts.bench.contenders import Contender
 
 PATCHED = "scripts.bench.kmirror_patched"
+TRANSLATE = "kmirror-1-translate"
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,7 @@ class Experiment:
     env: dict[str, str] = field(default_factory=dict)
     module: str = "kmirror.cli.main"
     name: str = ""
+    schema_id_mode: str = ""
 
 
 # The tweaks below are the record path's (the engine measured before the batch path).
@@ -69,6 +76,8 @@ EXPERIMENTS: dict[str, Experiment] = {
     "nostats": Experiment(R, consumer={"statistics.interval.ms": "0"}),
     # The batch path (issue 12): BatchCopier in one process (scripts/bench/kmirror_batch.py).
     "batch": Experiment(module="scripts.bench.kmirror_batch", name="kmirror-batch"),
+    # Schema IDs rewritten on the way (issue 23): the default engine, so the batch path's kernel.
+    "translate": Experiment(schema_id_mode="translate", name=TRANSLATE),
 }
 
 
@@ -93,6 +102,7 @@ def experiment_contenders(spec: str) -> list[Contender]:
                 exactly_once=e.exactly_once,
                 engine=e.engine,
                 args=e.args,
+                schema_id_mode=e.schema_id_mode,
             )
         )
     return out

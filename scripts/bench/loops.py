@@ -8,7 +8,8 @@ Run as a subprocess so the harness measures them like any contender (own process
     python -m scripts.bench.loops consume BOOTSTRAP TOPIC RECORDS
 
 `produce` and `paced` take the record shape: `--max-size` (sizes log-uniform from SIZE),
-`--keys` (keyed records, the partitioner places them) and `--set KEY=VALUE` producer settings.
+`--keys` (keyed records, the partitioner places them), `--schema-id` (values in the Confluent
+wire format) and `--set KEY=VALUE` producer settings.
 Each prints one JSON object on stdout. They use kmirror's own client defaults
 (PRODUCER_DEFAULTS + PRODUCER_FORCED, CONSUMER_DEFAULTS + CONSUMER_FORCED), so the ceilings show
 what the same client settings can do without the mirror around them.
@@ -44,6 +45,7 @@ from kmirror.config.clients import (
     PRODUCER_FORCED,
 )
 from kmirror.mirror.stream import Tuning
+from scripts.bench import wire
 
 CONSUME_BATCH = Tuning().consume_batch  # the same batch kmirror's stream uses
 POLL_EVERY = 5000
@@ -103,10 +105,17 @@ class Records:
     """Record i's key, value and partition: a fixed size and no key (partition i mod n), or
     sizes drawn log-uniformly from size..max_size and keys the partitioner places. Values are
     random bytes (one value for a fixed size: compression is off), or, with `text`, a pool of
-    distinct compressible values."""
+    distinct compressible values. With `schema_id`, every value is framed in the Confluent wire
+    format with that ID (scripts/bench/wire.py), at the same size."""
 
     def __init__(
-        self, size: int, max_size: int, keys: int, partitions: int, text: bool = False
+        self,
+        size: int,
+        max_size: int,
+        keys: int,
+        partitions: int,
+        text: bool = False,
+        schema_id: int | None = None,
     ) -> None:
         rng = random.Random(size * 31 + max_size)
         if text:
@@ -119,6 +128,8 @@ class Records:
             self.values = [blob[: n - 8] + rng.randbytes(8) for n in sizes]
         else:
             self.values = [payload(size)]
+        if schema_id is not None:
+            self.values = [wire.frame(schema_id, v) for v in self.values]
         self.keys = [b"key-%08d" % k for k in range(keys)]
         self.partitions = partitions
 
@@ -258,6 +269,7 @@ def _shape_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--partitions", type=int, default=8, help="unkeyed: record i to i mod this")
     p.add_argument("--set", action="append", default=[], help="producer setting KEY=VALUE")
     p.add_argument("--text", action="store_true", help="compressible values (lz4 workload)")
+    p.add_argument("--schema-id", type=int, help="values in the wire format with this schema ID")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -283,7 +295,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = consume(args.bootstrap, args.topic, args.records)
     else:
         settings = dict(kv.split("=", 1) for kv in args.set)
-        shape = Records(args.size, args.max_size, args.keys, args.partitions, args.text)
+        shape = Records(
+            args.size, args.max_size, args.keys, args.partitions, args.text, args.schema_id
+        )
         if args.cmd == "produce":
             out = produce(args.bootstrap, args.topic, args.records, shape, settings)
         else:

@@ -8,6 +8,7 @@ import argparse
 from dataclasses import dataclass, field, replace
 
 from scripts.bench.contenders import Contender, default_contenders
+from scripts.bench.experiments import TRANSLATE, experiment_contenders
 
 # A full run's drain copies until the backlog is on the target or for this long, whichever comes
 # first: the backlogs below give the fastest contender (kmirror's batch path) at least 10 s on a
@@ -92,6 +93,9 @@ class Workload:
     ceiling_records: int = 0
     # Contenders (by name) this workload does not run.
     skip: frozenset[str] = frozenset()
+    # Values in the Confluent wire format with this source-registry schema ID: set by the run
+    # (scripts/bench/registries.py) when a contender that mirrors schemas copies this workload.
+    schema_id: int | None = None
 
     @property
     def topic(self) -> str:
@@ -117,6 +121,7 @@ class Workload:
             "caps": list(self.shape.caps),
             "ceiling_records": self.ceiling_records,
             "skip": sorted(self.skip),
+            "schema_id": self.schema_id,
         }
 
 
@@ -162,8 +167,13 @@ class Plan:
     def contenders_for(self, w: Workload) -> list[Contender]:
         return [c for c in self.contenders if c.name not in w.skip]
 
+    def mirrors_schemas(self, w: Workload) -> bool:
+        """Whether a contender that mirrors schemas copies w (then its values are framed)."""
+        return any(c.schema_id_mode for c in self.contenders_for(w))
 
-EOS_ONLY = frozenset({"kmirror-1-eos"})  # exactly-once is measured on 100B and small only
+
+# Exactly-once and schema-ID translation are measured on 100B and small only.
+ONLY_100B_SMALL = frozenset({"kmirror-1-eos", TRANSLATE})
 
 
 def full_workloads() -> list[Workload]:
@@ -173,18 +183,19 @@ def full_workloads() -> list[Workload]:
     hundred = Shape(100)
     return [
         Workload("100B", 30_000_000, hundred, ceiling_records=4_000_000),
-        Workload("1KB", 4_000_000, Shape(1024), ceiling_records=2_000_000, skip=EOS_ONLY),
+        Workload("1KB", 4_000_000, Shape(1024), ceiling_records=2_000_000, skip=ONLY_100B_SMALL),
         Workload("small", 12_000_000, SMALL),
         # One worker each: lz4 is measured, not compared at two parallelisms.
-        Workload("lz4", 40_000_000, LZ4, skip=EOS_ONLY | {"kmirror-2", "mm2-2"}),
-        Workload("mixed", 6_000_000, MIXED, partitions=16, skip=EOS_ONLY),
+        Workload("lz4", 40_000_000, LZ4, skip=ONLY_100B_SMALL | {"kmirror-2", "mm2-2"}),
+        Workload("mixed", 6_000_000, MIXED, partitions=16, skip=ONLY_100B_SMALL),
     ]
 
 
 def smoke_workloads() -> list[Workload]:
-    """Every contender and ceiling on 100 B records; the mixed workload's loaders and batch
-    shape with kmirror alone (a MirrorMaker 2 start costs 15-60 s on a busy machine)."""
-    mm2 = frozenset({"mm2-1", "mm2-2", "kmirror-2", "kmirror-1-eos"})
+    """Every contender and ceiling on 100 B records (framed for the schema-ID translation:
+    every contender's copy is checked for its IDs); the mixed workload's loaders and batch shape
+    with kmirror alone (a MirrorMaker 2 start costs 15-60 s on a busy machine)."""
+    mm2 = frozenset({"mm2-1", "mm2-2", "kmirror-2", "kmirror-1-eos", TRANSLATE})
     return [
         # Enough records that the copy spans several of the harness's 100 ms polls of the
         # target, so records/s has a window to be measured in.
@@ -244,12 +255,16 @@ def make_plan(args: argparse.Namespace) -> Plan:
     if args.clusters:
         plan.source = (f"{args.clusters}-src", plan.source[1])
         plan.target = (f"{args.clusters}-tgt", plan.target[1])
+    # Schema-ID translation against kmirror-1 on the same backlog (issue 23): one more drain
+    # per workload it copies, and the registries start beside the clusters.
+    plan.contenders += experiment_contenders("translate")
     if args.only:
         wanted_c = set(args.only.split(","))
         plan.contenders = [c for c in plan.contenders if c.name in wanted_c]
         plan.ceilings = [c for c in plan.ceilings if c in wanted_c]
     if args.experiments:
-        from scripts.bench.experiments import experiment_contenders
-
-        plan.contenders += experiment_contenders(args.experiments)
+        names = {c.name for c in plan.contenders}
+        plan.contenders += [
+            c for c in experiment_contenders(args.experiments) if c.name not in names
+        ]
     return plan

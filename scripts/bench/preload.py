@@ -76,6 +76,8 @@ def preload(w: Workload, source: str, log_dir: Path, timeout_s: float) -> dict[s
     n = w.shape.producers
     shares = [w.records // n + (1 if i < w.records % n else 0) for i in range(n)]
     common = [str(w.shape.size), f"--partitions={w.partitions}"]
+    if w.schema_id is not None:
+        common.append(f"--schema-id={w.schema_id}")
     jobs = [
         (
             ["produce", source, w.topic, str(share), *common, *LOADER, *w.shape.loop_args(i)],

@@ -37,6 +37,7 @@ from scripts.bench.loops import producer_conf
 from scripts.bench.plan import Plan, Workload, make_plan
 from scripts.bench.preload import preload, run_loops
 from scripts.bench.progress import Progress
+from scripts.bench.registries import Registries
 
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
 STOP_GRACE_S = 10.0
@@ -59,6 +60,9 @@ class Bench:
         self.preloads: list[dict[str, Any]] = []
         self._seq = 0
         self._clusters_up = False
+        # Schema registries, when a contender mirrors schemas (scripts/bench/registries.py).
+        framed = any(plan.mirrors_schemas(w) for w in plan.workloads)
+        self.registries = Registries(plan) if framed else None
 
     # -- clusters --------------------------------------------------------------------------
 
@@ -75,6 +79,10 @@ class Bench:
         return {"names": names, "bootstraps": [self.src, self.tgt], "start_s": _r(t0)}
 
     def clusters_down(self) -> None:
+        """The clusters and, when it has them, the run's schema registries."""
+        if self.registries is not None:
+            for line in self.registries.down():
+                self.progress.line(line)
         if self._clusters_up:
             self._clusters_up = False
             procs.kill_all()
@@ -129,13 +137,19 @@ class Bench:
             kafkaio.create_topic(self.tgt, w.topic, w.partitions)
             topics.append(w.topic)
         plan_phases = self.plan.phases
-        hosts = plan_phases is not None and (w is None or plan_phases.host == w.name)
+        # Not the schema-mirroring contenders: the phases' records are not framed.
+        hosts = (
+            plan_phases is not None
+            and (w is None or plan_phases.host == w.name)
+            and not c.schema_id_mode
+        )
         ptopics = None
         if plan_phases is not None and hosts:
             ptopics = phases.prepare(plan_phases, c, run_id, self.src, self.tgt)
             topics += ptopics.names()
         run_dir = self.log_dir / f"{run_id}-{res['workload']}-{c.name}-rep{rep}"
-        launch = c.prepare(run_dir, run_id, self.src, self.tgt, topics)
+        urls = self.registries.urls if self.registries is not None else None
+        launch = c.prepare(run_dir, run_id, self.src, self.tgt, topics, urls)
         res["command"] = launch.cmd
         res["config_files"] = {k: str(v) for k, v in launch.files.items()}
         tree = procs.Tree(launch.cmd, run_dir / f"{c.kind}.log", env=launch.env, cwd=REPO_ROOT)
@@ -192,6 +206,12 @@ class Bench:
             self.progress.tick,
             f"{w.name} {c.name}",
         ).watch(tree, source_end, res)
+        if res["verified"] and w.schema_id is not None and self.registries is not None:
+            # Framed values: the copy carries the schema ID it should (registries.py).
+            check = self.registries.check(w, c, self.src, self.tgt)
+            res["schema_check"] = check
+            if "error" in check:
+                res.update(verified=False, error=f"schema check: {check['error']}")
 
     # -- ceilings --------------------------------------------------------------------------
 
@@ -230,6 +250,9 @@ class Bench:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         meta["clusters"] = self.clusters_up()
         p.line(f"clusters up in {meta['clusters']['start_s']:.1f} s")
+        if self.registries is not None:
+            meta["registries"] = self.registries.up(plan)
+            p.line(f"schema registries up: {meta['registries']}")
         for w in plan.workloads:
             self._preload(w)
         for rep in range(1, plan.reps + 1):
@@ -246,7 +269,8 @@ class Bench:
                 wanted = [
                     c
                     for c in plan.contenders
-                    if plan.phases.runs(c.name) or phases.runs_sustained(plan.phases, c)
+                    if (plan.phases.runs(c.name) or phases.runs_sustained(plan.phases, c))
+                    and not c.schema_id_mode
                 ]
                 for c in _rotate(wanted, rep):
                     self._one_contender(None, c, rep)

@@ -16,7 +16,9 @@ CEILING_LABELS = {
 }
 PRODUCE_CEILINGS = ("producer-perf", "python-produce")
 METRICS = ("rate_rps", "rate_mbps", "first_record_s", "cpu_s_per_m", "peak_rss_mb", "copy_s")
-EOS_SUFFIX = "-eos"
+# A variant's name is its base contender's plus a suffix; its throughput as a share of the
+# base's: exactly-once of at-least-once, schema-ID translation of the same copy without it.
+VARIANT_RATIOS = {"-eos": "ratio_vs_at_least_once", "-translate": "ratio_vs_without_translate"}
 
 
 def median(values: list[Any]) -> float | None:
@@ -119,10 +121,10 @@ def _ratios(per: dict[str, dict[str, Any]], ceilings: dict[str, Any]) -> None:
         for kind in CEILING_LABELS:
             key = "ratio_vs_" + kind.replace("-", "_")
             s[key] = ratio(s["rate_rps"], ceilings.get(kind, {}).get("rate_rps"))
-        base = per.get(name.removesuffix(EOS_SUFFIX)) if name.endswith(EOS_SUFFIX) else None
-        if base is not None:
-            # Exactly-once throughput as a share of the same contender at-least-once.
-            s["ratio_vs_at_least_once"] = ratio(s["rate_rps"], base["rate_rps"])
+        for suffix, key in VARIANT_RATIOS.items():
+            base = per.get(name.removesuffix(suffix)) if name.endswith(suffix) else None
+            if base is not None:
+                s[key] = ratio(s["rate_rps"], base["rate_rps"])
 
 
 def _latency(lats: list[dict[str, Any]]) -> dict[str, Any]:

@@ -309,9 +309,12 @@ def build_session(
         builder = builder.master("local[*]")
     for k, v in conf.items():
         builder = builder.config(k, v)
-    if not under_submit:  # else the driver JVM runs already
+    if under_submit:  # the driver JVM runs already
+        spark = builder.getOrCreate()
+    else:
         sparklog.bind_locally(master or pending.get("spark.master", "local[*]"))
-    spark = builder.getOrCreate()
+        with sparklog.jvm_stderr_filtered():  # the JVM starts here
+            spark = builder.getOrCreate()
     for k in ("spark.sql.shuffle.partitions",):  # runtime settings also apply to a joined session
         if k in conf:
             spark.conf.set(k, conf[k])

@@ -1,15 +1,18 @@
 """The benchmark's own arithmetic, without a broker: the sustained phase's latency from two
-series of end offsets, the search's percentiles, the record shapes the loaders make, the plan's
-sizes and the report's ratios."""
+series of end offsets, the search's percentiles, the record shapes the loaders make (framed in
+the schema wire format too), the plan's sizes and the report's ratios."""
 
 from __future__ import annotations
 
 import argparse
+import io
+import json
 import math
 
+import fastavro
 import pytest
 
-from scripts.bench import batchshape, plan, summary, sustained
+from scripts.bench import batchshape, plan, summary, sustained, wire
 from scripts.bench.loops import Records
 
 pytestmark = pytest.mark.unit
@@ -70,6 +73,20 @@ def test_unkeyed_records_go_round_robin_and_text_has_the_size() -> None:
     assert len(values) == 100 and {len(v) for v in values} == {100}
 
 
+def test_framed_values_are_avro_in_the_wire_format_at_the_same_size() -> None:
+    plain, framed = Records(100, 2048, 0, 8), Records(100, 2048, 0, 8, schema_id=7)
+    assert [len(v) for v in framed.values] == [len(v) for v in plain.values]
+    schema = fastavro.parse_schema(json.loads(wire.SCHEMA))
+    for value in framed.values[:100] + Records(100, 0, 0, 8, schema_id=7).values:
+        assert value[:5] == b"\x00\x00\x00\x00\x07"
+        decoded = fastavro.schemaless_reader(io.BytesIO(value[5:]), schema)
+        assert isinstance(decoded, dict) and len(decoded["payload"]) == len(value) - 7
+    # Every length from the smallest: exact, but where Avro's length prefix grows a byte.
+    sizes = {n: len(wire.frame(1, bytes(n))) for n in range(6, 300)}
+    assert {n for n, got in sizes.items() if got != n} == {70}
+    assert sizes[70] == 69
+
+
 def _args(**kw: object) -> argparse.Namespace:
     base: dict[str, object] = dict.fromkeys(
         (
@@ -102,6 +119,9 @@ def test_full_plan_cuts_drains_and_runs_the_phases_apart() -> None:
     assert p.phases.sustained == {"kmirror-1", "mm2-1"}
     eos = {w.name for w in p.workloads if "kmirror-1-eos" not in w.skip}
     assert eos == {"100B", "small"}
+    # Schema-ID translation on the same two, whose values are then framed.
+    assert {w.name for w in p.workloads if p.mirrors_schemas(w)} == {"100B", "small"}
+    assert not any(plan.make_plan(_args(only="kmirror-1")).mirrors_schemas(w) for w in p.workloads)
 
 
 def test_smaller_backlog_shrinks_the_ceilings_too() -> None:
@@ -118,6 +138,7 @@ def test_smoke_plan_hosts_the_phases_in_the_100b_drains() -> None:
     p = plan.make_plan(_args(mode="smoke", sustained=""))
     assert p.max_copy_s is None
     assert p.phases is not None and p.phases.host == "100B" and not p.phases.sustained
+    assert [p.mirrors_schemas(w) for w in p.workloads] == [True, False]  # 100B framed
 
 
 def test_batch_shape_summary() -> None:
@@ -132,6 +153,7 @@ def _result(runs: list[dict[str, object]], ceilings: list[dict[str, object]]) ->
     contenders = [
         {"name": "kmirror-1", "label": "k1", "kind": "kmirror", "parallelism": 1},
         {"name": "kmirror-1-eos", "label": "k1e", "kind": "kmirror", "parallelism": 1},
+        {"name": "kmirror-1-translate", "label": "k1t", "kind": "kmirror", "parallelism": 1},
         {"name": "mm2-1", "label": "m1", "kind": "mm2", "parallelism": 1},
     ]
     workloads = [{"name": "100B", "records": 10, "size": 100, "skip": []}]
@@ -145,7 +167,7 @@ def _run(name: str, rate: float, rep: int = 1) -> dict[str, object]:
 
 def test_ratios_median_of_repetitions() -> None:
     runs = [_run("kmirror-1", r, i) for i, r in enumerate((90.0, 100.0, 300.0))]
-    runs += [_run("kmirror-1-eos", 75.0), _run("mm2-1", 50.0)]
+    runs += [_run("kmirror-1-eos", 75.0), _run("mm2-1", 50.0), _run("kmirror-1-translate", 90.0)]
     ceilings = [
         {"workload": "100B", "ceiling": "python-produce", "verified": True, "rate_rps": 200.0}
     ]
@@ -155,5 +177,7 @@ def test_ratios_median_of_repetitions() -> None:
     assert k1["rate_rps"] == 100.0
     assert k1["ratio_vs_mm2_same"] == 2.0
     assert k1["ratio_vs_ingest_ceiling"] == 0.5
-    assert out["workloads"]["100B"]["contenders"]["kmirror-1-eos"]["ratio_vs_at_least_once"] == 0.75
+    per = out["workloads"]["100B"]["contenders"]
+    assert per["kmirror-1-eos"]["ratio_vs_at_least_once"] == 0.75
+    assert per["kmirror-1-translate"]["ratio_vs_without_translate"] == 0.9
     assert out["all_verified"]

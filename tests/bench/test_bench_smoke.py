@@ -1,10 +1,10 @@
 """The benchmark harness works end to end: a smoke run (small backlogs, one repetition) through
 every contender, MirrorMaker 2 included, every ceiling, the latency phase, the sustained-rate
-search and the mixed workload's loaders.
+search, the mixed workload's loaders, and the schema-ID translation with its two registries.
 
 No timing assertions: performance is `make bench` (docs/benchmarks.md). The smoke run starts its
-own two clusters (bsmoke-src 19592, bsmoke-tgt 29592) and stops them, so it needs nothing from the
-session's clusters.
+own two clusters (bsmoke-src 19592, bsmoke-tgt 29592) and registries (19642, 29642) and stops
+them, so it needs nothing from the session's clusters and registries.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import pytest
 pytestmark = pytest.mark.bench
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CONTENDERS = {"kmirror-1", "kmirror-2", "kmirror-1-eos", "mm2-1", "mm2-2"}
+CONTENDERS = {"kmirror-1", "kmirror-2", "kmirror-1-eos", "mm2-1", "mm2-2", "kmirror-1-translate"}
+TRANSLATE = "kmirror-1-translate"  # hosts no phases: their records are not framed
 MIXED_CONTENDERS = {"kmirror-1"}  # MirrorMaker 2 starts are the smoke run's dearest part
 CEILINGS = {"producer-perf", "python-produce", "python-consume"}
 
@@ -68,8 +69,11 @@ def _copied_all(r: dict[str, Any]) -> None:
 def test_every_contender_copied_every_record(smoke: Smoke) -> None:
     runs = smoke.runs("100B")
     assert set(runs) == CONTENDERS
-    for r in runs.values():
+    for name, r in runs.items():
         _copied_all(r)
+        if name == TRANSLATE:
+            assert "latency" not in r
+            continue
         lat = r["latency"]
         assert lat["verified"]
         assert lat["received"] == lat["sent"] > 0
@@ -77,6 +81,26 @@ def test_every_contender_copied_every_record(smoke: Smoke) -> None:
         # The target topic uses LogAppendTime: every leg of the path is timed.
         assert set(lat["breakdown"]) == {"source", "mirror", "reader"}
     assert smoke.proc.returncode == 0, smoke.proc.stderr[-4000:]
+
+
+def test_schema_ids_translated_and_kept(smoke: Smoke) -> None:
+    """100B's values are framed: the translating contender's copy carries the target
+    registry's ID (another than the source's: decoys went first) and deserializes there; every
+    other contender's copy the source's ID, as it came."""
+    runs = smoke.runs("100B")
+    checks = {name: r["schema_check"] for name, r in runs.items()}
+    source_ids = {c["source_id"] for c in checks.values()}
+    assert len(source_ids) == 1
+    translated = checks.pop(TRANSLATE)
+    assert translated["target_id"] not in source_ids
+    assert translated["deserialized"] is True
+    assert translated["sampled"] > 0
+    for name, c in checks.items():
+        if name.endswith("-eos"):
+            assert "skipped" in c  # exactly-once: target offsets are not the source's
+            continue
+        assert c["target_id"] in source_ids and c["sampled"] > 0, (name, c)
+    assert "schema_check" not in next(iter(smoke.runs("mixed").values()))
 
 
 def test_mixed_workload_is_keyed_small_batches(smoke: Smoke) -> None:
@@ -118,6 +142,7 @@ def test_summary_table_and_chart(smoke: Smoke) -> None:
         assert s["ratio_vs_mm2_same"] > 0
         assert s["ratio_vs_ingest_ceiling"] > 0
     assert ws["contenders"]["kmirror-1-eos"]["ratio_vs_at_least_once"] > 0
+    assert ws["contenders"][TRANSLATE]["ratio_vs_without_translate"] > 0
     assert "sustained_rps" in summary["phases"]["kmirror-1"]
     table = smoke.json_path.with_suffix(".md").read_text()
     assert "| Workload | Contender | records/s" in table

@@ -34,6 +34,9 @@ NOT_SET_BY_CHART = {
     "KMIRROR_TEMPLATE_DIR": "mount templates with extraVolumes and set it with extraEnv",
     "KMIRROR_SPARK_JARS": "the validate image sets it",
     "KMIRROR_CACHE": "development machines only",
+    # The environment mode renders everything from variables, which a running pod never gets
+    # anew: nothing to watch. mm2Config mode passes --reload-on-change (mm2Config.reloadOnChange).
+    "KMIRROR_RELOAD_ON_CHANGE": "a flag in mm2Config mode (mm2Config.reloadOnChange)",
     # TLS on the metrics port changes the scheme of the probes and of the ServiceMonitor and
     # PodMonitor: the chart offers the control API with its bearer token; mutual TLS is set with
     # extraEnv and extraVolumes (docs/control.md).

@@ -106,6 +106,19 @@ def test_mm2_mode_from_a_configmap(helm_template: Callable[..., Any]) -> None:
     assert mounts["mm2-config"] == {"name": "mm2-config", "mountPath": MM2_DIR, "readOnly": True}
 
 
+def test_mm2_mode_reloads_a_changed_configmap_when_asked(
+    helm_template: Callable[..., Any],
+) -> None:
+    """reloadOnChange: `kmirror run` watches the mounted mm2.properties (the kubelet swaps it
+    when the ConfigMap changes) instead of the pod being rolled; off by default."""
+    cm = {"enabled": True, "existingConfigMap": "mm2-cm"}
+    assert "--reload-on-change" not in mirror(helm_template(mm2_values(mm2Config=cm)))["args"]
+    args = mirror(helm_template(mm2_values(mm2Config={**cm, "reloadOnChange": True})))["args"]
+    options = options_from(build_parser().parse_args(args))
+    assert options.reload_on_change
+    assert options.files() == (f"{MM2_DIR}/mm2.properties",)
+
+
 def test_mm2_mode_arguments_load_in_kmirror(
     helm_template: Callable[..., Any], tmp_path: Path
 ) -> None:

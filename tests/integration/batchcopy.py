@@ -15,7 +15,7 @@ from kmirror.mirror.batch.fetcher import Fetcher
 from kmirror.mirror.batch.producer import PRODUCE_VERSION
 from kmirror.mirror.batch.records import Batch
 from kmirror.progress.book import ProgressBook
-from tests.kafkatools import Clusters, Rec, end_offsets, unique
+from tests.kafkatools import Clusters, Rec, consume_all, end_offsets, unique
 
 
 def mirror_config(
@@ -115,6 +115,23 @@ def produce_raw(bootstrap: str, topic: str, partition: int, batch: bytes) -> int
     finally:
         link.close()
         net.close()
+
+
+def copied_exactly(
+    clusters: Clusters, topic: str, target_topic: str
+) -> tuple[ProgressBook, list[Rec], list[Rec]]:
+    """Copy `topic` with the batch path alone (nothing falls back to the record path) and
+    check the outcome every batch-path test wants: the target holds the source's records byte
+    for byte, in order, and the book maps each source offset to where its copy landed.
+    Returns the book and the (source, target) records for the test's own checks."""
+    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
+    book, fallbacks = copy_all(config, clusters.source_bootstrap, topic, target_topic)
+    assert fallbacks == {}
+    source = consume_all(clusters.source_bootstrap, topic)
+    target = consume_all(clusters.target_bootstrap, target_topic)
+    assert [r.content() for r in target] == [r.content() for r in source]
+    assert_translates(book, topic, source, target)
+    return book, source, target
 
 
 def assert_translates(book: ProgressBook, topic: str, src: list[Rec], dst: list[Rec]) -> None:

@@ -14,7 +14,13 @@ from kmirror.errors import SendError, SourceTrimmedError
 from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.progress.book import ProgressBook
 from tests.conftest import MakeTopic
-from tests.integration.batchcopy import assert_translates, copy_all, mirror_config, raw_batches
+from tests.integration.batchcopy import (
+    assert_translates,
+    copied_exactly,
+    copy_all,
+    mirror_config,
+    raw_batches,
+)
 from tests.kafkatools import (
     Clusters,
     compacted_source,
@@ -56,13 +62,7 @@ def test_idempotent_source_copied_byte_for_byte_with_its_codec(
     src = make_topic(clusters.source_bootstrap, partitions=2)
     dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
     produce(clusters.source_bootstrap, src, records(4000), **{"compression.type": codec})
-    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
-    book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
-    assert fallbacks == {}
-    source = consume_all(clusters.source_bootstrap, src)
-    target = consume_all(clusters.target_bootstrap, dst)
-    assert [r.content() for r in target] == [r.content() for r in source]
-    assert_translates(book, src, source, target)
+    copied_exactly(clusters, src, dst)
     for p in (0, 1):
         codecs = {b.codec for b in raw_batches(clusters.target_bootstrap, dst, p)}
         assert codecs == {codec}
@@ -103,15 +103,9 @@ def _copied_transactions(
     _transactions(clusters.source_bootstrap, src, plan, **conf)
     if after:
         produce(clusters.source_bootstrap, src, records(after))
-    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
-    book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
-    assert fallbacks == {}
-    source = consume_all(clusters.source_bootstrap, src)
-    target = consume_all(clusters.target_bootstrap, dst)
+    book, source, target = copied_exactly(clusters, src, dst)
     assert len(source) == sum(n for n, commit in plan if commit) + after
-    assert [r.content() for r in target] == [r.content() for r in source]
     assert not [r for r in target if r.value and r.value.startswith(b"aborted")]
-    assert_translates(book, src, source, target)
     assert {p: book[(src, p)].acked for p in (0, 1)} == end_offsets(clusters.source_bootstrap, src)
     return src, dst, book
 
@@ -173,14 +167,8 @@ def test_small_source_batches_are_merged_byte_for_byte_with_their_codec(
     src = make_topic(clusters.source_bootstrap, partitions=2)
     dst = make_topic(clusters.target_bootstrap, name=src, partitions=2)
     produce(clusters.source_bootstrap, src, keyed(1200), **SMALL, **{"compression.type": codec})
-    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
-    book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
-    assert fallbacks == {}
-    source = consume_all(clusters.source_bootstrap, src)
-    target = consume_all(clusters.target_bootstrap, dst)
+    _, source, _ = copied_exactly(clusters, src, dst)
     assert len(source) == 1200
-    assert [r.content() for r in target] == [r.content() for r in source]
-    assert_translates(book, src, source, target)
     for p in (0, 1):
         before = raw_batches(clusters.source_bootstrap, src, p)
         after = raw_batches(clusters.target_bootstrap, dst, p)
@@ -211,13 +199,7 @@ def test_merged_batches_stay_within_the_target_topics_max_message_bytes(
         clusters.target_bootstrap, name=src, partitions=2, config={"max.message.bytes": "8000"}
     )
     produce(clusters.source_bootstrap, src, keyed(1200), **SMALL)
-    config = mirror_config(clusters.source_bootstrap, clusters.target_bootstrap)
-    book, fallbacks = copy_all(config, clusters.source_bootstrap, src, dst)
-    assert fallbacks == {}
-    source = consume_all(clusters.source_bootstrap, src)
-    target = consume_all(clusters.target_bootstrap, dst)
-    assert [r.content() for r in target] == [r.content() for r in source]
-    assert_translates(book, src, source, target)
+    copied_exactly(clusters, src, dst)
     stored = raw_batches(clusters.target_bootstrap, dst, 0)
     assert max(len(b.data) for b in stored) <= 8000
     assert max(b.record_count for b in stored) > 5  # merged all the same

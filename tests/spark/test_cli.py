@@ -111,5 +111,5 @@ def test_match_then_mismatch(
     assert "[kmirror-validate" not in bad.stderr
     # Spark starts quietly (kmirror_validate/sparklog.py): none of its start-up chatter.
     for chatter in ("default log4j profile", "Setting default log level", "NativeCodeLoader",
-                    "resolves to a loopback address"):  # fmt: skip
+                    "resolves to a loopback address", "Using incubator modules"):  # fmt: skip
         assert chatter not in bad.stderr, bad.stderr[-3000:]

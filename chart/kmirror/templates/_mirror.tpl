@@ -37,6 +37,7 @@ a first argument that is a command runs that command instead (mm2Config mode:
 {{- if $v.mm2Config.enabled -}}
 {{- $args = list "run" "--mm2-config" (printf "%s/mm2.properties" (include "kmirror.mm2.dir" .)) -}}
 {{- with $v.mm2Config.flow }}{{ $args = concat $args (list "--flow" .) }}{{ end -}}
+{{- if $v.mm2Config.reloadOnChange }}{{ $args = append $args "--reload-on-change" }}{{ end -}}
 {{- with $v.consumerGroup }}{{ $args = concat $args (list "--group-id" .) }}{{ end -}}
 {{- $args = concat $args (list "--abort.on.send.failure" ($v.abortOnSendFailure | toString) "--metrics-port" ($v.metrics.port | int64 | toString) "--log-level" $v.logLevel "--log-format" $v.logFormat) -}}
 {{- if $v.strict }}{{ $args = append $args "--strict" }}{{ end -}}

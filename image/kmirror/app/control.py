@@ -43,6 +43,9 @@ class FlowControl:
         self.config = config
         self._send = send
         self._lock = threading.Lock()  # the store's clients are not shared between threads
+        # push() runs in the control loop, the API's threads and a reload: one at a time, so
+        # the newest orders are the last ones sent.
+        self._pushing = threading.Lock()
         self._store = ControlStore(config) if config.control.enabled else None
         self._version = 0
         self._sent: tuple[ControlState, ThrottleSettings, MirrorConfig] | None = None
@@ -90,6 +93,10 @@ class FlowControl:
         self.push()
 
     def push(self, force: bool = False) -> None:
+        with self._pushing:
+            self._push(force)
+
+    def _push(self, force: bool) -> None:
         state = self.state
         throttle = state.throttle_for(self.config.throttle)
         shares = [

@@ -21,7 +21,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 log = logging.getLogger(__name__)
 
@@ -88,29 +88,37 @@ class ParentWatch:
 
 
 def stop_on_signals(stop: threading.Event, *signums: int) -> None:
-    """Set `stop` when one of `signums` arrives, without running anything that takes a lock
-    inside the signal handler.
+    """Set `stop` when one of `signums` arrives (relay_signals says how)."""
+    relay_signals(dict.fromkeys(signums, stop.set))
+
+
+def relay_signals(actions: Mapping[int, Callable[[], None]]) -> None:
+    """Run `actions[signum]` when that signal arrives, in a thread of its own, never inside
+    the signal handler.
 
     Python runs a handler in the main thread between two bytecodes, wherever that thread is:
     also inside `stop.set()` (which holds the event's lock) when a second signal comes (the
     kernel's parent-death SIGTERM, then a user's or an init system's). A handler that calls
     `stop.set()` then waits for a lock its own thread holds, and the process hangs for good.
     Here the Python handler does nothing: the interpreter's C handler writes the signal's number
-    to a socket (`signal.set_wakeup_fd`), and a daemon thread reads it and sets the event.
-    Must be called from the main thread."""
+    to a socket (`signal.set_wakeup_fd`), and a daemon thread reads it and runs the action (which
+    may take locks and log). A process has one wakeup fd: call this once, from the main thread;
+    other signals with Python handlers of their own are written to the socket too, and skipped.
+    """
     reader, writer = socket.socketpair()
     writer.setblocking(False)
     signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
-    for signum in signums:
+    for signum in actions:
         signal.signal(signum, _ignore)
-    wanted = set(signums)
 
     def relay(reader: socket.socket, writer: socket.socket) -> None:
         # Runs as long as the process: the writer stays open (a closed wakeup fd's number could
         # be reused by another file, which the next signal would then write into).
         while True:
-            if wanted.intersection(reader.recv(64)):
-                stop.set()
+            for signum in reader.recv(64):
+                action = actions.get(signum)
+                if action is not None:
+                    action()
 
     threading.Thread(
         target=relay, args=(reader, writer), name="kmirror-signals", daemon=True

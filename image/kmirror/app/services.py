@@ -31,6 +31,7 @@ class FlowServices:
         self._acls: AclSyncService | None = None
         if config.acls.enabled:
             self._acls = AclSyncService(config, registries.registry(config.flow, "acls"))
+        self._configs: ConfigSync | None = None
         self._done: threading.Event | None = None
 
     def initial(self) -> None:
@@ -45,9 +46,10 @@ class FlowServices:
         self._done = done
         self._start_dr(self.config)
         if self.config.sync_topic_configs:
-            ConfigSync(self.config, self._registries.registry(self.config.flow, "configs")).start(
-                done
+            self._configs = ConfigSync(
+                self.config, self._registries.registry(self.config.flow, "configs")
             )
+            self._configs.start(done)
         if self._schemas is not None:
             self._schemas.start(done)
         if self._acls is not None:
@@ -65,6 +67,19 @@ class FlowServices:
         self._start_dr(config)
         log.info("disaster recovery restarted with new settings flow=%s enabled=%s",
                  config.flow, config.dr.enabled)  # fmt: skip
+
+    def reconfigure(self, config: MirrorConfig, grace_s: float) -> None:
+        """A reloaded configuration (kmirror.app.reload): the topic config sync follows the
+        new selection; disaster recovery restarts when its settings, the selection or the
+        topic names changed. The schema and ACL syncs keep theirs (their settings are not
+        live: kmirror.config.live)."""
+        if self._configs is not None:
+            self._configs.reconfigure(config)
+        old = self.config
+        changed = (config.dr, config.topics, config.rename) != (old.dr, old.topics, old.rename)
+        if changed and (old.dr.enabled or config.dr.enabled):
+            self.restart_dr(config, grace_s)
+        self.config = config
 
     def _stop_dr(self, grace_s: float) -> None:
         if self._dr is not None:

@@ -24,7 +24,7 @@ from kmirror.app.lifeline import (
 from kmirror.config.model import MirrorConfig
 from kmirror.control.gate import Gate
 from kmirror.errors import KmirrorError
-from kmirror.logsetup import configure_for
+from kmirror.logsetup import configure_for, set_level
 from kmirror.metrics.aggregate import snapshot
 from kmirror.metrics.partitions import PartitionFigures
 from kmirror.metrics.worker import WorkerMetrics
@@ -57,6 +57,9 @@ def stream_main(
     tuning: Tuning = DEFAULT_TUNING,
     link: StreamLink | None = None,
 ) -> None:
+    # A reload is the supervisor's (SIGHUP to it alone); a hangup of the whole process group
+    # (a closed terminal) must not end a stream without its final commit.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     configure_for(config)
     stop = threading.Event()
 
@@ -114,6 +117,7 @@ class Follower:
     def __init__(self, gate: Gate, link: StreamLink | None) -> None:
         self._gate = gate
         self._link = link
+        self._config: MirrorConfig | None = None  # the last reloaded configuration applied
         self._applied = 0
         self._next = 0.0
         if link is not None:
@@ -130,6 +134,11 @@ class Follower:
 
     def _apply(self, orders: Orders, stream: Stream | None) -> None:
         self._gate.update(orders.state, orders.throttle)
+        config = orders.config
+        if config is not None and stream is not None and config != self._config:
+            set_level(config.log_level)
+            stream.reconfigure(config)
+            self._config = config
         self._applied = orders.version
 
     def report(self, stream: Stream) -> Report:

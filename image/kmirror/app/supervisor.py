@@ -12,6 +12,10 @@ side by side: streams, control state (kmirror.app.control) and the services arou
 (kmirror.app.services: disaster recovery, topic config sync, schemas) per flow, every metric
 carrying a `flow` label. Settings of the process itself (the metrics port, logging, the control
 API's credentials) are the same in every flow (kmirror.config.dialects.flows checks).
+
+SIGHUP (and, opt-in, a changed configuration file) reloads the configuration without a restart:
+kmirror.app.reload loads it again from its `ConfigSource`, and `_reconfigure` hands what may
+change live to the streams (their orders) and the services.
 """
 
 from __future__ import annotations
@@ -34,12 +38,14 @@ from kmirror import __version__
 from kmirror.app.api import ControlApi
 from kmirror.app.channel import Orders
 from kmirror.app.control import FlowControl
-from kmirror.app.lifeline import SnapshotQueue, ThrottledLog
+from kmirror.app.lifeline import SnapshotQueue, ThrottledLog, relay_signals
+from kmirror.app.reload import ConfigSource, Reloader
 from kmirror.app.services import FlowServices
 from kmirror.app.streamproc import SHUTDOWN_GRACE_S, StreamLink, stream_main
 from kmirror.config.model import MirrorConfig
 from kmirror.control.store import POLL_S
 from kmirror.errors import CommitError, KmirrorError
+from kmirror.logsetup import set_level
 from kmirror.metrics.aggregate import FlowsCollector, StreamsCollector
 from kmirror.metrics.http import HealthServer, server_tls
 from kmirror.metrics.mm2 import Mm2Collector
@@ -50,6 +56,7 @@ log = logging.getLogger(__name__)
 
 # A commit may flush for up to message.timeout.ms; a stream silent for longer is stuck.
 HEARTBEAT_STALE_S = 120.0
+DR_RESTART_GRACE_S = 10.0  # a reload waits this long for the old disaster-recovery thread
 
 StreamMain = Callable[[MirrorConfig, int, Any, int, Plan, Tuning, StreamLink], None]
 Slot = tuple[int, int]  # (flow index, stream id)
@@ -62,6 +69,7 @@ class Supervisor:
         registry: CollectorRegistry | None = None,
         target: StreamMain = stream_main,
         tuning: Tuning = DEFAULT_TUNING,
+        source: ConfigSource | None = None,
     ) -> None:
         self.flows = [config] if isinstance(config, MirrorConfig) else list(config)
         self._config = self.flows[0]  # the process's settings (the same in every flow)
@@ -98,6 +106,12 @@ class Supervisor:
         self._codes: dict[Slot, int] = {}  # exit codes
         self._queues: dict[Slot, Any] = {}  # the streams' orders (kmirror.app.channel)
         self.controls = [FlowControl(c, self._sender(f)) for f, c in enumerate(self.flows)]
+        self._services: list[FlowServices] = []
+        self._reloader = (
+            None
+            if source is None
+            else Reloader(source, self.flows, self._reconfigure, self._registry)
+        )
         self._stop_requested = 0
         self._stop_sent = False
         self._deadline: float | None = None
@@ -174,12 +188,31 @@ class Supervisor:
         )
         self._server.start()
 
+    def _on_hangup(self) -> None:
+        """SIGHUP, from the signal relay's thread (never inside the handler: lifeline.py)."""
+        if self._reloader is None:
+            log.warning("SIGHUP: this mirror has no configuration source to reload; ignored")
+        else:
+            self._reloader.request()
+
+    def _reconfigure(self, flows: list[MirrorConfig]) -> None:
+        """A reload's new configurations (kmirror.app.reload checked that only what may change
+        live differs), in the order of self.flows."""
+        set_level(flows[0].log_level)
+        for f, config in enumerate(flows):
+            self.flows[f] = config
+            self.controls[f].reconfigure(config)  # the streams, through their orders
+            self._services[f].reconfigure(config, DR_RESTART_GRACE_S)
+        self._config = self.flows[0]
+
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        # SIGHUP reloads the configuration; the streams ignore it (streamproc.py).
+        relay_signals({signal.SIGHUP: self._on_hangup})
         if self._config.metrics_port:
             self._serve()
-        services = [FlowServices(c, self.services) for c in self.flows]
+        services = self._services = [FlowServices(c, self.services) for c in self.flows]
         for service in services:
             service.initial()  # before any stream: a record never precedes its schema
         # Paused topics and drains are read before any stream copies (a restart stays paused).
@@ -214,6 +247,8 @@ class Supervisor:
             service.start(done)  # checkpoints, group sync, heartbeats, topic configs, schemas
         threading.Thread(target=self._control_loop, args=(done,), name="kmirror-control",
                          daemon=True).start()  # fmt: skip
+        if self._reloader is not None:
+            self._reloader.start(done)
         try:
             while len(self._codes) < len(self._slots):
                 self._drain(inbox)
@@ -325,6 +360,8 @@ class Supervisor:
 
 
 def run_mirror(
-    config: MirrorConfig | Sequence[MirrorConfig], tuning: Tuning = DEFAULT_TUNING
+    config: MirrorConfig | Sequence[MirrorConfig],
+    tuning: Tuning = DEFAULT_TUNING,
+    source: ConfigSource | None = None,
 ) -> int:
-    return Supervisor(config, tuning=tuning).run()
+    return Supervisor(config, tuning=tuning, source=source).run()

@@ -219,6 +219,12 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "",
     ),
     EnvVar(
+        "KMIRROR_RELOAD_ON_CHANGE",
+        "true: reload the configuration, as on SIGHUP, when a file it was read from changes "
+        "(--reload-on-change; docs/control.md)",
+        "false",
+    ),
+    EnvVar(
         "KMIRROR_THROTTLE",
         "Copy rate limits: [TOPIC:]backlog|tail.bytes|records=N,... (per second; docs/control.md)",
         "",

@@ -356,6 +356,16 @@ class Stream:
         # The last attempt counts: close() revokes, and the revocation commits again.
         return not self._uncommitted
 
+    def reconfigure(self, config: MirrorConfig) -> None:
+        """A reloaded configuration (kmirror.app.reload; kmirror.config.live says what may
+        differ): the topic selection and the names of topics not mirrored yet, from the next
+        topic refresh. Throttles and paused topics come through the gate; the copier keeps
+        what it was built with (nothing it reads may change live)."""
+        self._config = config
+        self._topics.reconfigure(config)
+        if self._subs is not None:
+            self._subs.reconfigure(config)
+
     def positions(self) -> dict[SourcePartition, tuple[int, int]]:
         """Per owned partition (acknowledged, committed) source offsets: the live status."""
         return {k: (b.acked, b.committed) for k, b in self._book.items()}

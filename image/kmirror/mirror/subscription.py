@@ -119,6 +119,13 @@ class Subscription:
 
     # -- topics --------------------------------------------------------------------------------
 
+    def reconfigure(self, config: MirrorConfig) -> None:
+        """A reloaded configuration (kmirror.config.live: only what may change live differs):
+        its topic selection and names apply at the refresh this makes due now. The consumer
+        stays in its group; a new subscription starts each partition at its committed offset."""
+        self._config = config
+        self._next_refresh = 0.0
+
     def refresh_due(self) -> bool:
         return time.monotonic() >= self._next_refresh
 
@@ -168,7 +175,9 @@ class Subscription:
                     self._config.topics.exclude,
                 )
             self._subscribed = selected
-            self.targets = targets
+            # In place: the copier holds this map (CopierContext.targets).
+            self.targets.clear()
+            self.targets.update(targets)
         elif {t: source[t] for t in selected} != self._source_counts:
             # Partition growth on the source: create the target partitions before the group
             # hands the new ones to anybody. Only on a change: the target is not asked every

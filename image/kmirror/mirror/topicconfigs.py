@@ -66,6 +66,10 @@ class ConfigSync:
             registry=registry,
         )
 
+    def reconfigure(self, config: MirrorConfig) -> None:
+        """A reloaded configuration: the next pass syncs the topics it selects."""
+        self._config = config
+
     def _admin(self, side: clients.Side) -> AdminClient:
         if side == "source":
             self._source = self._source or clients.admin(self._config, side)

@@ -46,6 +46,10 @@ class TopicManager:
         # Target topics whose partitions answered at their leader (_await_online).
         self._online: set[str] = set()
 
+    def reconfigure(self, config: MirrorConfig) -> None:
+        """A reloaded configuration (kmirror.config.live): new topics get its names."""
+        self._config = config
+
     @property
     def source(self) -> AdminClient:
         if self._source is None:

@@ -7,6 +7,7 @@ tested against the real clusters (tests/integration).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -15,7 +16,8 @@ import pytest
 from confluent_kafka import KafkaError, TopicPartition
 from prometheus_client import CollectorRegistry
 
-from kmirror.config.model import ClusterConfig, MirrorConfig
+from kmirror.config.model import ClusterConfig, MirrorConfig, TopicSelection
+from kmirror.config.topicmap import TopicMapping
 from kmirror.errors import ClusterError, CommitError
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.contract import CopierContext
@@ -264,6 +266,52 @@ def subscription(topics: Offline, started: bool) -> tuple[Subscription, FakeCons
     )
     subs.started = started
     return subs, consumer, latch
+
+
+class Subscribing(FakeConsumer):
+    """A consumer over a source holding `topics` (one partition each) that keeps what it was
+    subscribed to."""
+
+    def __init__(self, topics: list[str]) -> None:
+        super().__init__()
+        one = type("Topic", (), {"partitions": {0: None}, "error": None})
+        self.metadata = type("Md", (), {"topics": {t: one() for t in topics}})()
+        self.subscribed: list[list[str]] = []
+
+    def list_topics(self, timeout: float) -> Any:
+        return self.metadata
+
+    def subscribe(self, topics: list[str], **callbacks: Any) -> None:
+        self.subscribed.append(list(topics))
+
+
+def test_a_reloaded_selection_subscribes_at_once_with_new_names_for_new_topics() -> None:
+    consumer = Subscribing(["a", "b"])
+    running = config(topics=TopicSelection(include=("a",)))
+    subs = Subscription(
+        running,
+        consumer,  # type: ignore[arg-type]
+        Offline(times=0),  # type: ignore[arg-type]
+        WorkerMetrics(CollectorRegistry()),
+        FailureLatch(),
+        Listener(),
+        StreamState(),
+    )
+    targets = subs.targets  # the copier's live map (CopierContext.targets)
+    subs.refresh()
+    assert consumer.subscribed == [["a"]] and targets == {"a": "a"}
+    assert not subs.refresh_due()
+    mapping = TopicMapping(explicit=(("b", "b.v2"),))
+    subs.reconfigure(
+        config(
+            topics=TopicSelection(include=("a", "b")),
+            rename=dataclasses.replace(running.rename, mapping=mapping),
+        )
+    )
+    assert subs.refresh_due()  # not a refresh interval later
+    subs.refresh()
+    assert consumer.subscribed == [["a"], ["a", "b"]]
+    assert subs.targets is targets and targets == {"a": "a", "b": "b.v2"}
 
 
 def test_leaderless_target_partitions_after_start_up_are_waited_out() -> None:

@@ -220,6 +220,12 @@ class Options:
         "[TOPIC:]backlog|tail.bytes|records=N,...",
         "SPEC",
     )
+    reload_on_change: bool = _opt(
+        "--reload-on-change",
+        "reload the configuration, as on SIGHUP, when a file it was read from changes (a "
+        "mounted ConfigMap's update; also KMIRROR_RELOAD_ON_CHANGE=true)",
+        default=False,
+    )  # fmt: skip
     # Disaster recovery (kmirror.config.dialects.dr: MM2's keys, off unless given in MM1/KUDO)
     emit_checkpoints: bool | None = _dr("emit_checkpoints")
     checkpoints_interval_s: float | None = _dr("checkpoints_interval_s")
@@ -298,6 +304,11 @@ class Options:
             if f.name in self.given() and (dialect is None or f.metadata["dialect"] == dialect)
         ]
 
+    def files(self) -> tuple[str, ...]:
+        """The configuration files given by path, which a reload reads again (a file in
+        memory is the entrypoint's, rendered from the environment)."""
+        return tuple(v for n in FILE_OPTIONS if isinstance(v := getattr(self, n), str))
+
     def argv(self) -> list[str]:
         """These options as `kmirror run` flags (a file in memory by the path it names)."""
         argv: list[str] = []
@@ -313,6 +324,8 @@ class Options:
 
 
 FIELDS: Mapping[str, dataclasses.Field[Any]] = {f.name: f for f in dataclasses.fields(Options)}
+# The options naming a file the configuration is read from.
+FILE_OPTIONS = ("mm2_config", "consumer_config", "producer_config", "log4j_config")
 
 
 def _hints() -> dict[str, Any]:
