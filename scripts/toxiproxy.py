@@ -150,6 +150,8 @@ class Toxiproxy:
         """Each connection closes once nbytes went from the server to the client."""
         self.add_toxic(proxy, "limit_data", {"bytes": nbytes})
 
-    def reset_peer(self, proxy: str, after_ms: int = 0) -> None:
-        """Each connection is reset (TCP RST) after_ms after data arrives."""
-        self.add_toxic(proxy, "reset_peer", {"timeout": after_ms}, stream="upstream")
+    def reset_peer(self, proxy: str, after_ms: int = 0, stream: str = "upstream") -> None:
+        """Each connection is reset (TCP RST) after_ms after data arrives in `stream` (the
+        data that triggers it is dropped): upstream, a request lost before the broker saw it;
+        downstream, a response lost after the broker acted on the request."""
+        self.add_toxic(proxy, "reset_peer", {"timeout": after_ms}, stream=stream)

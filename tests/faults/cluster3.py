@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, ElectionType, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from kafka.admin import KafkaAdminClient
 from kafka.structs import TopicPartition as KTopicPartition
 
@@ -138,6 +139,12 @@ class Clusters3:
         self._down.add(name)
         kafkalocal.stop([name], keep=True, timeout=0)
 
+    def stop_broker(self, side: str, node: int) -> None:
+        """A clean stop of one broker (its leaderships move first); restore() starts it."""
+        name = self.quorums[side].node_name(node)
+        self._down.add(name)
+        kafkalocal.stop([name], keep=True)
+
     def start(self, side: str, node: int) -> None:
         name = self.quorums[side].node_name(node)
         kafkalocal.start([name], NODE_START_S)
@@ -211,6 +218,18 @@ class Clusters3:
             )
 
         wait_until(done, NODE_START_S, 0.5, f"{topic} replicas {replicas} in sync")
+
+    def set_topic_config(self, side: str, topic: str, configs: dict[str, str | None]) -> None:
+        """Set (a value) or remove (None: the broker's default again) topic configs."""
+        entries = [
+            ConfigEntry(k, v or "", incremental_operation=AlterConfigOpType.SET if v else
+                        AlterConfigOpType.DELETE)
+            for k, v in configs.items()
+        ]  # fmt: skip
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
+        client = admin(self.bootstrap(side), logger=QUIET)
+        for fut in client.incremental_alter_configs([resource]).values():
+            fut.result(timeout=30)
 
     # -- the end of a test, of the session -----------------------------------------------------
 

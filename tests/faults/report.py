@@ -34,7 +34,9 @@ ORDER = [
     "two-members-cooperative",
     "stream-child-kill",
     *(f"{name}-{engine}{eos}" for name in ("leaders", "leader-kill9", "rolling-restart",
-      "rtt-100ms") for engine in ("record", "batch") for eos in ("", "-eos")),
+      "below-min-isr", "rtt-100ms", "src-leaders", "src-leader-kill9", "src-rolling-restart",
+      "src-partitioned", "half-open", "resets")
+      for engine in ("record", "batch") for eos in ("", "-eos")),
 ]  # fmt: skip
 
 

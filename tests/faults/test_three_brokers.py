@@ -1,190 +1,34 @@
-"""Production-shaped faults on three-broker clusters (RF 3, min.insync.replicas=2), the mirror
-connected through Toxiproxy (tests/faults/cluster3.py): leaders moved by a preferred-leader
-election and by partition reassignments, the leader of a mirrored partition killed with kill -9,
-a rolling restart of every target broker, 100 ms of round trip with jitter.
+"""Production-shaped faults of the TARGET on three-broker clusters (RF 3, min.insync.replicas=2),
+the mirror connected through Toxiproxy (tests/faults/cluster3.py): leaders moved by a
+preferred-leader election and by partition reassignments, the leader of a mirrored partition
+killed with kill -9, a rolling restart of every target broker, the target below
+min.insync.replicas for a minute, 100 ms of round trip with jitter. The source's faults are in
+test_three_source.py, the network's in test_three_network.py.
 
 Each scenario runs on both engines (the record path, librdkafka's producer; the batch path,
 which speaks the protocol itself: its own leaders, epochs and sequences) and both guarantees,
-with a producer writing 2,000 records/s to the source throughout, and ends with the record by
-record comparison of tests/faults/harness.py: 0 missing, 0 duplicates under --exactly-once,
-every partition caught up after the fault. The mirror must ride every fault out by itself: an
-exit fails the scenario (a Deployment would restart it, but none of these faults is a reason
-to give up).
+with a producer writing 2,000 records/s to the source throughout, and ends with the checks of
+tests/faults/scenario3.py: 0 missing, 0 duplicates under --exactly-once, every partition caught
+up after the fault and its saw-tooth back, and the mirror never exits.
 
 The short tier (marker `faults`, in `make test`) runs one engine x guarantee per scenario but
-the leader kill and the rolling restart (minutes each here); the full tier (`slow`,
-`make test-faults`) all four of each, with more faults each, and the validation job confirms
-each exactly-once run.
+the leader kill, the rolling restart and the minute below min.insync.replicas (minutes each
+here); the full tier (`slow`, `make test-faults`) all four of each, with more faults each, and
+the validation job confirms each exactly-once run.
 """
 
 from __future__ import annotations
 
-import contextlib
-import random
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
+from confluent_kafka import KafkaError, Producer
 
-from tests.faults import harness
-from tests.faults.cluster3 import LINGER_MS3, RATE3, Clusters3
-from tests.faults.harness import PARTITIONS, Load, Mirror, Progress, Result, mirror_args, topic_name
-from tests.faults.test_faults import CATCH_UP_S, _finish, _seed
-from tests.kafkatools import create_topic, delete_topic, wait_until
-
-Record = Callable[[Result], None]
-
-ENGINES = ("record", "batch")
-
-
-def matrix(short: tuple[str, bool] | None) -> Any:
-    """mode, engine, exactly-once: every combination in the full tier, `short` (if any) in
-    make test."""
-    params = []
-    for engine in ENGINES:
-        for eos in (False, True):
-            tag = f"{engine}-{'eos' if eos else 'alo'}"
-            if (engine, eos) == short:
-                params.append(
-                    pytest.param("short", engine, eos, marks=pytest.mark.faults, id=f"short-{tag}")
-                )
-            params.append(
-                pytest.param("full", engine, eos, marks=pytest.mark.slow, id=f"full-{tag}")
-            )
-    return pytest.mark.parametrize(("mode", "engine", "eos"), params, indirect=["mode"])
-
-
-@contextlib.contextmanager
-def guarantee(eos: bool) -> Iterator[None]:
-    """harness.EXACTLY_ONCE for the scenario: --exactly-once, and a duplicate fails it."""
-    harness.EXACTLY_ONCE = eos
-    try:
-        yield
-    finally:
-        harness.EXACTLY_ONCE = False
-
-
-class Scenario:
-    """One run: the topic, the load, the mirror (through the proxies), the faults."""
-
-    def __init__(
-        self, name: str, mode: str, engine: str, eos: bool, three: Clusters3, tmp_path: Path
-    ) -> None:
-        self.three = three
-        self.mode = mode
-        self.rnd = random.Random(_seed())
-        suffix = f"{engine}-eos" if eos else engine
-        self.res = Result(f"{name}-{suffix}", mode, 0)
-        self.topic = topic_name(name)
-        self.group = self.topic.replace("faults-", "g-", 1)
-        direct = three.direct
-        self.progress = Progress(direct, self.group, self.topic)
-        self.load = Load(direct.source_bootstrap, self.topic, rate=RATE3, linger_ms=LINGER_MS3)
-        args = mirror_args(
-            tmp_path,
-            three.proxied,
-            self.group,
-            self.topic,
-            extra=("--engine", engine),
-        )
-        self.mirror = Mirror(args, tmp_path)
-        self.started = time.monotonic()
-
-    def target_leaders(self) -> dict[int, int]:
-        return {p: v[0] for p, v in self.three.partitions("target", self.topic).items()}
-
-    def fault(
-        self, inject: Callable[[], object], what: str, heal: Callable[[], object] | None = None
-    ) -> None:
-        """Inject one fault while the load runs. Recovery: from the end of `inject` until
-        everything the source held when it began is committed (the mirror commits only what
-        the target acknowledged). `heal` (a killed broker started again) runs after that, and
-        the mirror must catch up once more: no partition stays stuck when the broker is back."""
-        time.sleep(self.rnd.uniform(2.0, 4.0))
-        goal = self.progress.source_end()
-        t0 = time.monotonic()
-        detail = inject()
-        end = time.monotonic()
-        self.res.faults += 1
-        done: dict[str, Any] = {"what": what, "took_s": round(end - t0, 1), "detail": detail}
-        self.res.details.setdefault("faults", []).append(done)
-        self.caught_up(goal, what)
-        self.res.recovery_s.append(round(time.monotonic() - end, 2))
-        if heal is not None:
-            done["heal"] = heal()
-            goal, healed = self.progress.source_end(), time.monotonic()
-            self.caught_up(goal, f"{what}, healed")
-            done["caught_up_after_heal_s"] = round(time.monotonic() - healed, 2)
-
-    def caught_up(self, goal: dict[int, int], what: str) -> None:
-        """Wait until the group committed `goal`; fail at once if the mirror exits."""
-        deadline = time.monotonic() + CATCH_UP_S
-        while not self.progress.reached(goal):
-            log = self.mirror.logs()[-3000:] if not self.mirror.running() else ""
-            assert not log, f"the mirror exited after {what}:\n{log}"
-            assert time.monotonic() < deadline, f"not caught up {CATCH_UP_S:.0f}s after {what}"
-            time.sleep(0.25)
-
-    def run(self, faults: Callable[[Scenario], None], record: Record) -> Result:
-        source = self.three.bootstrap("source")
-        try:
-            create_topic(source, self.topic, PARTITIONS, replication_factor=3, timeout=120)
-            self.load.start()
-            wait_until(lambda: sum(self.progress.source_end().values()) > 0, 60, 0.2, "load")
-            self.mirror.start()
-            self.mirror.proc.wait_ready(120)  # type: ignore[union-attr]
-            replicas = {p: v[1] for p, v in self.three.partitions("target", self.topic).items()}
-            assert all(len(r) == 3 for r in replicas.values()), replicas  # RF follows the source
-            faults(self)
-            assert self.mirror.running(), self.mirror.logs()[-3000:]
-            _finish(
-                self.res,
-                self.three.direct,
-                self.topic,
-                self.load,
-                self.progress,
-                [self.mirror],
-                self.started,
-            )
-        finally:
-            self.load.kill()
-            self.mirror.cleanup()
-            self.progress.close()
-            record(self.res)
-            for side in ("source", "target"):
-                with contextlib.suppress(Exception):
-                    delete_topic(self.three.bootstrap(side), self.topic, timeout=10, wait=False)
-        assert self.res.mirror_exits == [0], self.res.mirror_exits  # one clean stop, at the end
-        return self.res
-
-
-# --------------------------------------------------------------------------- leaders moved
-
-
-def _move_leaders(s: Scenario, kind: str) -> dict[str, Any]:
-    """Leaders of every target partition moved by `kind`:
-    rotate: the replica lists reordered by a reassignment, then a preferred-leader election;
-    shrink: a reassignment that drops each partition's leader from its replicas;
-    grow: the dropped broker added back as the preferred replica, then an election."""
-    three, topic = s.three, s.topic
-    before = three.partitions("target", topic)
-    if kind == "rotate":
-        three.reassign("target", topic, {p: r[1:] + r[:1] for p, (_, r, _) in before.items()})
-    elif kind == "shrink":
-        three.reassign(
-            "target", topic, {p: [b for b in r if b != lead] for p, (lead, r, _) in before.items()}
-        )
-    else:
-        missing = {p: [b for b in (1, 2, 3) if b not in r] for p, (_, r, _) in before.items()}
-        three.reassign("target", topic, {p: missing[p] + r for p, (_, r, _) in before.items()})
-    elections = three.elect_preferred("target", topic) if kind != "shrink" else 0
-    after = s.target_leaders()
-    moved = sum(1 for p, (lead, _, _) in before.items() if after[p] != lead)
-    assert moved == len(before), f"{kind}: leaders {before} -> {after}"
-    leaders = {p: v[0] for p, v in before.items()}
-    return {"kind": kind, "leaders_before": leaders, "after": after, "elections": elections}
+from tests.faults.brokers3 import leader_killed, leaders_moved, rolled
+from tests.faults.cluster3 import QUIET, RATE3, Clusters3
+from tests.faults.scenario3 import RIDE_OUT, Record, Scenario, matrix, play
+from tests.kafkatools import create_topic, delete_topic
 
 
 @matrix(short=("batch", False))
@@ -193,36 +37,7 @@ def test_leaders_move_on_the_target(
 ) -> None:
     """Preferred-leader elections and partition reassignments on the target while mirroring:
     every leader moves (short: once; full: rotate, shrink, grow, rotate)."""
-    kinds = ["rotate"] if mode == "short" else ["rotate", "shrink", "grow", "rotate"]
-
-    def faults(s: Scenario) -> None:
-        for kind in kinds:
-            s.fault(lambda k=kind: _move_leaders(s, k), f"leaders moved ({kind})")
-
-    with guarantee(eos):
-        Scenario("leaders", mode, engine, eos, three, tmp_path).run(faults, fault_results3)
-
-
-# --------------------------------------------------------------------------- kill -9
-
-
-def _kill_leader(s: Scenario) -> dict[str, Any]:
-    partition = s.rnd.randrange(PARTITIONS)
-    node = s.target_leaders()[partition]
-    s.three.kill("target", node)
-    return {"partition": partition, "killed": node, "at": time.monotonic()}
-
-
-def _restart_killed(s: Scenario, down_s: float) -> dict[str, Any]:
-    """Start the killed broker again once it has been down `down_s` (past the 9 s of
-    broker.session.timeout.ms: the controller fenced it and moved its leaders), and wait until
-    every replica is in sync."""
-    killed = s.res.details["faults"][-1]["detail"]
-    time.sleep(max(0.0, killed["at"] + down_s - time.monotonic()))
-    killed["leaders_while_down"] = s.target_leaders()
-    killed["down_s"] = round(time.monotonic() - killed.pop("at"), 1)
-    s.three.start("target", killed["killed"])
-    return {"in_sync_after_s": round(s.three.in_sync("target"), 1)}
+    play("leaders", mode, engine, eos, three, tmp_path, fault_results3, leaders_moved("target"))
 
 
 @matrix(short=None)  # a kill, 15 s down, catch-up: ~2 minutes here; the full tier covers it
@@ -232,19 +47,8 @@ def test_target_leader_killed(
     """kill -9 of the target broker leading a mirrored partition (short: once; full: three
     times): the mirror copies on with 2 of 3 replicas; the broker comes back after 15 s.
     Recovery is measured from the kill."""
-    kills = 1 if mode == "short" else 3
-
-    def faults(s: Scenario) -> None:
-        for _ in range(kills):
-            s.fault(
-                lambda: _kill_leader(s), "target leader kill -9", lambda: _restart_killed(s, 15)
-            )
-
-    with guarantee(eos):
-        Scenario("leader-kill9", mode, engine, eos, three, tmp_path).run(faults, fault_results3)
-
-
-# --------------------------------------------------------------------------- rolling restart
+    faults = leader_killed("target")
+    play("leader-kill9", mode, engine, eos, three, tmp_path, fault_results3, faults)
 
 
 @matrix(short=None)  # three broker restarts: 2-3 minutes here, too long for make test
@@ -253,12 +57,85 @@ def test_target_rolling_restart(
 ) -> None:
     """Every target broker restarted in turn (clean stop, start, wait until in sync), as an
     upgrade does. Recovery is measured from the end of the roll."""
+    play("rolling-restart", mode, engine, eos, three, tmp_path, fault_results3, rolled("target"))
+
+
+# --------------------------------------------------------------------------- min.insync.replicas
+
+BELOW_MIN_ISR_S = 60.0
+
+
+def _refused(bootstrap: str, topic: str) -> str:
+    """What the target answers one acks=all record now: the error's name, or "" when it is
+    written (no retries: the broker's first answer is the one reported)."""
+    answers: list[KafkaError | None] = []
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": False,
+            "retries": 0,
+            "message.timeout.ms": 20_000,
+            "logger": QUIET,
+        }
+    )
+    p.produce(topic, b"probe", partition=0, on_delivery=lambda err, _msg: answers.append(err))
+    p.flush(30)
+    err = answers[0] if answers else None
+    return "" if err is None else str(err.name())
+
+
+def _below_min_isr(s: Scenario, seconds: float) -> dict[str, Any]:
+    """The target below min.insync.replicas for `seconds`: one broker stopped cleanly (every
+    partition's in-sync replicas: 2) and the mirrored topic's min.insync.replicas raised to 3,
+    so every produce to it is refused with NOT_ENOUGH_REPLICAS. A probe topic set up the same
+    way shows the answer (the mirrored topic itself must not get a probe record); the lag
+    shows the mirror wrote nothing meanwhile. Then min.insync.replicas is 2 again; the broker
+    comes back in the healing step."""
+    three, target = s.three, s.three.bootstrap("target")
+    probe = f"{s.topic}-probe"
+    create_topic(target, probe, 1, replication_factor=3, config={"min.insync.replicas": "3"})
+    node = s.rnd.choice([1, 2, 3])
+    three.stop_broker("target", node)
+    three.set_topic_config("target", s.topic, {"min.insync.replicas": "3"})
+    try:
+        answer = _refused(target, probe)
+        assert answer == "NOT_ENOUGH_REPLICAS", f"the probe got {answer or 'written'}"
+        held = s.hold(seconds)
+    finally:
+        three.set_topic_config("target", s.topic, {"min.insync.replicas": None})
+        delete_topic(target, probe, wait=False)
+    # Nothing was committed for most of the minute: the lag grew by what the load wrote.
+    assert held["lag_max"] > RATE3 * seconds / 2, held
+    return {"stopped": node, "seconds": seconds, "probe": answer, **held, "at": time.monotonic()}
+
+
+def _start_stopped(s: Scenario) -> dict[str, Any]:
+    stopped = s.res.details["faults"][-1]["detail"]
+    stopped["restored_to_healed_s"] = round(time.monotonic() - stopped.pop("at"), 1)
+    s.three.start("target", stopped["stopped"])
+    return {"in_sync_after_s": round(s.three.in_sync("target"), 1)}
+
+
+@matrix(short=None)  # a minute of outage: the full tier only
+def test_target_below_min_insync_replicas(
+    mode: str, engine: str, eos: bool, three: Clusters3, tmp_path: Path, fault_results3: Record
+) -> None:
+    """Every produce to the mirrored topic refused with NOT_ENOUGH_REPLICAS for 60 s (one of
+    three target brokers stopped, the topic's min.insync.replicas raised to 3), then accepted
+    again: the mirror (abort.on.send.failure=false, RIDE_OUT) waits, loses nothing, writes
+    nothing twice under --exactly-once, and catches up without a restart. Recovery is measured
+    from min.insync.replicas restored; the stopped broker then comes back and the mirror must
+    catch up once more."""
 
     def faults(s: Scenario) -> None:
-        s.fault(lambda: s.three.roll("target"), "target rolling restart")
+        s.fault(
+            lambda: _below_min_isr(s, BELOW_MIN_ISR_S),
+            "target below min.insync.replicas",
+            lambda: _start_stopped(s),
+        )
 
-    with guarantee(eos):
-        Scenario("rolling-restart", mode, engine, eos, three, tmp_path).run(faults, fault_results3)
+    play("below-min-isr", mode, engine, eos, three, tmp_path, fault_results3, faults, RIDE_OUT)
 
 
 # --------------------------------------------------------------------------- latency
@@ -271,21 +148,10 @@ def _slow_network(s: Scenario, seconds: float) -> dict[str, Any]:
         proxy = s.three.toxiproxy(side)
         for name in s.three.proxies(side):
             proxy.latency(name, rtt_ms=100, jitter_ms=40)
-    lag = []
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < seconds:
-        time.sleep(2)
-        end, done = s.progress.source_end(), s.progress.committed()
-        lag.append(sum(end.values()) - sum(max(done.get(p, 0), 0) for p in end))
+    held = s.hold(seconds)
     for side in ("source", "target"):
         s.three.toxiproxy(side).reset()
-    return {
-        "rtt_ms": 100,
-        "jitter_ms": 40,
-        "seconds": seconds,
-        "lag_max": max(lag),
-        "lag_last": lag[-1],
-    }
+    return {"rtt_ms": 100, "jitter_ms": 40, "seconds": seconds, **held}
 
 
 @matrix(short=("record", True))
@@ -298,5 +164,4 @@ def test_100ms_round_trip_with_jitter(
     def faults(s: Scenario) -> None:
         s.fault(lambda: _slow_network(s, seconds), "100 ms RTT")
 
-    with guarantee(eos):
-        Scenario("rtt-100ms", mode, engine, eos, three, tmp_path).run(faults, fault_results3)
+    play("rtt-100ms", mode, engine, eos, three, tmp_path, fault_results3, faults)

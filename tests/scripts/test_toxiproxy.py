@@ -11,19 +11,23 @@ import socketserver
 import threading
 import time
 from collections.abc import Iterator
+from typing import ClassVar
 
 import pytest
 
 from scripts.kafkalocal import proxy
-from scripts.toxiproxy import Toxiproxy, ToxiproxyError
+from scripts.toxiproxy import STREAMS, Toxiproxy, ToxiproxyError
 from tests.mirrorproc import free_port
 
 pytestmark = pytest.mark.faults
 
 
 class _Echo(socketserver.BaseRequestHandler):
+    received: ClassVar[list[bytes]] = []  # every chunk the server got, across connections
+
     def handle(self) -> None:
         while data := self.request.recv(4096):
+            self.received.append(data)
             self.request.sendall(data)
 
 
@@ -95,11 +99,17 @@ def test_disabled_proxy_refuses_connections(echo_proxy: tuple[Toxiproxy, int]) -
     assert _round_trip(port) < 0.1
 
 
-def test_reset_peer_resets_the_connection(echo_proxy: tuple[Toxiproxy, int]) -> None:
+@pytest.mark.parametrize("stream", STREAMS)
+def test_reset_peer_resets_the_connection(echo_proxy: tuple[Toxiproxy, int], stream: str) -> None:
+    """upstream: the request is lost before the server saw it; downstream: the server got it
+    and answered, and the answer is lost."""
     client, port = echo_proxy
-    client.reset_peer("echo")
+    client.reset_peer("echo", stream=stream)
+    _Echo.received.clear()
     with pytest.raises(ConnectionResetError):
         _round_trip(port)
+    time.sleep(0.1)  # the server's thread has read what reached it
+    assert _Echo.received == ([b"ping"] if stream == "downstream" else [])
 
 
 def test_errors_name_the_call(echo_proxy: tuple[Toxiproxy, int]) -> None:
