@@ -1,35 +1,43 @@
-"""Exactly-once on the batch path: the batch copier with one transaction per source partition.
+"""The delivery guarantee's batch-path part: which producer session the batch copier sends
+through, and, under --exactly-once, the transactions around it.
 
-The design is the record path's (kmirror.mirror.exactly_once, docs/architecture.md
-"Exactly-once"): each source partition has its own transactional id,
-`kmirror-<group.id>-<topic>-<partition>` (the same on both paths, so a batch-path and a
-record-path owner fence each other). `open` runs InitProducerId for each new partition before
-the stream reads its progress record: the coordinator bumps the epoch and aborts the previous
-owner's open transaction. Copied batches go out under that producer id and epoch with the
-transactional bit set (batch/transactions.py), after AddPartitionsToTxn put their target
-partition into the partition's transaction. At a commit
-point `commit` writes each partition's progress record as a transactional batch into the
-progress topic, in the same transaction, and ends it with EndTxn(commit): the records and the
-position that says they were copied become visible together or not at all.
+The batch copier (copier.py) takes one of these as a constructor argument and works the same
+either way (as the Java producer's Sender asks its TransactionManager):
+
+- `BatchAtLeastOnce`: one idempotent ProducerSession for every partition; nothing to open,
+  commit or fence (the stream's commit point writes the progress records beside it).
+- `BatchExactlyOnce`: one transaction per source partition. The design is the record path's
+  (kmirror.mirror.record_guarantee, docs/architecture.md "Exactly-once"): each source partition
+  has its own transactional id, `kmirror-<group.id>-<topic>-<partition>` (the same on both
+  paths, so a batch-path and a record-path owner fence each other). `open` runs InitProducerId
+  for each new partition before the stream reads its progress record: the coordinator bumps
+  the epoch and aborts the previous owner's open transaction. Copied batches go out under that
+  producer id and epoch with the transactional bit set (transactions.py), after
+  AddPartitionsToTxn put their target partition into the partition's transaction. At a commit
+  point `commit` writes each partition's progress record as a transactional batch into the
+  progress topic, in the same transaction, and ends it with EndTxn(commit): the records and the
+  position that says they were copied become visible together or not at all.
 
 A fencing answer (PRODUCER_FENCED / INVALID_PRODUCER_EPOCH from a produce, add or end) means
-another owner took the partition: it is dropped as on the record path (fetching stops, its
-book is closed, nothing of it is committed) until the group hands it out again.
+another owner took the partition: it is marked in the stream's `Fenced` (fencing.py) and dropped
+there, as on the record path (fetching stops, its book is closed, nothing of it is committed)
+until the group hands it out again.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import MirrorError, SendError
-from kmirror.kafka.transactions import FENCED_LOG, INIT_TIMEOUT_S, refused
-from kmirror.metrics.worker import WorkerMetrics
-from kmirror.mirror.batch.copier import BatchCopier
-from kmirror.mirror.batch.merger import IdTranslator, Pending, Staged
+from kmirror.kafka.transactions import INIT_TIMEOUT_S, refused
+from kmirror.kafka.wire import Link
+from kmirror.mirror.batch.fencing import Fenced
+from kmirror.mirror.batch.merger import Merger, Pending, Staged
 from kmirror.mirror.batch.producer import ProducerSession
 from kmirror.mirror.batch.transactions import (
     FENCING,
@@ -49,13 +57,64 @@ log = logging.getLogger(__name__)
 ABORT_TIMEOUT_S = 5.0
 
 
+@dataclass(frozen=True)
+class Wire:
+    """What a batch copier lends its guarantee: the target link and the merger (sessions are
+    built on them), the sessions' settings, and how to drive the copier's network."""
+
+    link: Link
+    merger: Merger
+    session_args: Mapping[str, Any]
+    start: Callable[[], None]  # both links bootstrapped
+    pump: Callable[[float], None]  # send, serve responses, book acknowledgements (no fetch)
+    poll: Callable[[float], None]  # the shared selector only
+    forget: Callable[[SourcePartition], None]  # the copier lets a (fenced) partition go
+
+
+class BatchGuarantee(Protocol):
+    """What the batch copier asks of its guarantee (see the module doc)."""
+
+    def bind(self, wire: Wire) -> ProducerSession:
+        """The session every copied batch goes through."""
+        ...
+
+    def assign(self, partitions: Mapping[SourcePartition, tuple[str, int]]) -> None: ...
+
+    def revoke(self, keys: list[SourcePartition]) -> None:
+        """After the copier let these go (and the stream committed them, or lost them)."""
+        ...
+
+    def drop_fenced(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class BatchAtLeastOnce:
+    """One idempotent producer session for every partition; nothing to open, commit or fence."""
+
+    def bind(self, wire: Wire) -> ProducerSession:
+        return ProducerSession(wire.link, wire.merger, **wire.session_args)
+
+    def assign(self, partitions: Mapping[SourcePartition, tuple[str, int]]) -> None:
+        pass
+
+    def revoke(self, keys: list[SourcePartition]) -> None:
+        pass
+
+    def drop_fenced(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class Sessions(ProducerSession):
     """The batch copier's producer session, split by source partition: each target partition
     goes to the TxnSession of the source partition it is copied from."""
 
-    def __init__(self, copier: TransactionalBatchCopier, **args: Any) -> None:
-        super().__init__(copier._target, copier.merger, **args)
-        self._coordinators = copier.coordinators
+    def __init__(self, link: Link, merger: Merger, coordinators: Coordinators, **args: Any) -> None:
+        super().__init__(link, merger, **args)
+        self._coordinators = coordinators
         self.by_source: dict[SourcePartition, TxnSession] = {}
         self.sources: dict[TargetPartition, SourcePartition] = {}
 
@@ -134,30 +193,38 @@ class Sessions(ProducerSession):
                 )
 
 
-class TransactionalBatchCopier(BatchCopier):
-    """BatchCopier whose partitions each write in their own transaction (see the module doc)."""
+class BatchExactlyOnce:
+    """A transaction per source partition (see the module doc). Bound to one batch copier."""
 
-    def __init__(
-        self,
-        config: MirrorConfig,
-        book: ProgressBook,
-        metrics: WorkerMetrics | None = None,
-        *,
-        schemas: IdTranslator | None = None,
-    ) -> None:
-        super().__init__(config, book, metrics, schemas=schemas)
+    def __init__(self, config: MirrorConfig, fenced: Fenced) -> None:
         self._config = config
+        self._fenced = fenced
         self.progress_topic = config.progress_topic
-        self.coordinators = Coordinators(self._target, self._poll)
-        self._sessions = Sessions(self, **self._session_args)
-        self._session = self._sessions
-        self._target.want({self.progress_topic})
-        self._committed: dict[
-            SourcePartition, int
-        ] = {}  # acked offset of the last committed record
+        self._wire: Wire | None = None
+        self._sessions: Sessions | None = None
+        self.coordinators: Coordinators | None = None
+        self._committed: dict[SourcePartition, int] = {}  # acked offset of the last commit
 
-    def _poll(self, seconds: float) -> None:
-        self._net.poll(timeout_ms=max(seconds, 0.0) * 1000)
+    def bind(self, wire: Wire) -> ProducerSession:
+        self._wire = wire
+        self.coordinators = Coordinators(wire.link, wire.poll)
+        self._sessions = Sessions(wire.link, wire.merger, self.coordinators, **wire.session_args)
+        wire.link.want({self.progress_topic})
+        self._fenced.listen(wire.forget)
+        self._fenced.listen(self._forget)
+        return self._sessions
+
+    @property
+    def bound(self) -> bool:
+        return self._sessions is not None
+
+    def owns(self, key: SourcePartition) -> bool:
+        return self._sessions is not None and key in self._sessions.by_source
+
+    def _parts(self) -> tuple[Wire, Sessions, Coordinators]:
+        if self._wire is None or self._sessions is None or self.coordinators is None:
+            raise MirrorError("exactly-once: the batch path's transactions are not bound")
+        return self._wire, self._sessions, self.coordinators
 
     # -- ownership -----------------------------------------------------------------------------
 
@@ -165,18 +232,19 @@ class TransactionalBatchCopier(BatchCopier):
         """A transactional producer id per new partition: fences its previous owner (of
         either path) and completes its open transaction, so the progress record read next
         is final. ConfigError/ClusterError when the target refuses transactions."""
-        self._start()
+        wire, sessions, coordinators = self._parts()
+        wire.start()
         new = {
             k: TxnSession(
-                self._target, self.merger, self._config.transactional_id(*k), **self._session_args
+                wire.link, wire.merger, self._config.transactional_id(*k), **wire.session_args
             )
             for k in keys
-            if k not in self._sessions.by_source
+            if k not in sessions.by_source
         }
         if not new:
             return
         timeout = self._config.transaction_timeout_ms()
-        results = self.coordinators.calls(
+        results = coordinators.calls(
             {s.tid: init_request(s.tid, timeout) for s in new.values()},
             lambda r: int(r.error_code),
             time.monotonic() + INIT_TIMEOUT_S,
@@ -186,22 +254,22 @@ class TransactionalBatchCopier(BatchCopier):
             if code != 0:
                 raise refused(self._config, key, code, error_name(code))
             session.start(int(response.producer_id), int(response.producer_epoch))
-            self._sessions.by_source[key] = session
+            sessions.by_source[key] = session
             self._committed.pop(key, None)
 
     def assign(self, partitions: Mapping[SourcePartition, tuple[str, int]]) -> None:
+        _, sessions, _ = self._parts()
         for key, (target_topic, _) in partitions.items():
-            if key not in self._sessions.by_source:
+            if key not in sessions.by_source:
                 raise MirrorError(
                     f"exactly-once: {key[0]}[{key[1]}] assigned without its transaction"
                 )
-            self._sessions.sources[(target_topic, key[1])] = key
-        super().assign(partitions)
+            sessions.sources[(target_topic, key[1])] = key
 
-    def revoke(self, keys: Iterable[SourcePartition]) -> None:
-        """After the stream's commit (or for lost partitions): what is still open is aborted."""
-        keys = list(keys)
-        super().revoke(keys)
+    def revoke(self, keys: list[SourcePartition]) -> None:
+        """What is still open is aborted (the stream committed what it could before)."""
+        if self._sessions is None:
+            return
         self._end_all([k for k in keys if k in self._sessions.by_source], commit=False)
         for key in keys:
             self._forget(key)
@@ -215,45 +283,25 @@ class TransactionalBatchCopier(BatchCopier):
         return key in done
 
     def close(self) -> None:
-        try:
-            if self._started:
-                self._end_all(list(self._sessions.by_source), commit=False)
-        finally:
-            super().close()
+        if self._sessions is not None:
+            self._end_all(list(self._sessions.by_source), commit=False)
 
     def _forget(self, key: SourcePartition) -> None:
+        if self._sessions is None:
+            return
         session = self._sessions.by_source.pop(key, None)
         if session is not None:
             session.forget()
         self._sessions.sources = {t: s for t, s in self._sessions.sources.items() if s != key}
         self._committed.pop(key, None)
 
-    # -- copying -------------------------------------------------------------------------------
-
-    def step(self, timeout_s: float) -> int:
-        count = super().step(timeout_s)
-        self._drop_fenced()
-        return count
-
-    def flush(self, timeout_s: float) -> bool:
-        done = super().flush(timeout_s)
-        self._drop_fenced()
-        return done
-
-    def _drop_fenced(self) -> None:
-        """Drop fenced partitions (another stream owns them now)."""
-        for key, session in list(self._sessions.by_source.items()):
-            if not session.fenced:
-                continue
-            log.error(FENCED_LOG, key[0], key[1])
-            self._fetcher.remove(key)
-            target = self._targets.pop(key, None)
-            if target is not None:
-                session.drop(target)
-            self._stopping.pop(key, None)
-            self._fallbacks.pop(key, None)
-            self._book.close(*key)
-            self._forget(key)
+    def drop_fenced(self) -> None:
+        """Fenced sessions' partitions go (fencing.py: once, for both paths)."""
+        if self._sessions is not None:
+            for key, session in self._sessions.by_source.items():
+                if session.fenced:
+                    self._fenced.mark(key)
+        self._fenced.drop()
 
     # -- committing ----------------------------------------------------------------------------
 
@@ -263,17 +311,20 @@ class TransactionalBatchCopier(BatchCopier):
         """After a clean flush: each partition's progress record into its transaction, then
         EndTxn(commit). Returns the source offsets now committed on the target (fenced
         partitions are left out and dropped)."""
+        if self._sessions is None:
+            return {}
         wanted = set(keys) | {k for k, s in self._sessions.by_source.items() if s.open}
         return self._commit(book, sorted(wanted), time.monotonic() + timeout)
 
     def _commit(
         self, book: ProgressBook, keys: list[SourcePartition], deadline: float
     ) -> dict[SourcePartition, int]:
-        self._drop_fenced()
+        wire, by, _ = self._parts()
+        self.drop_fenced()
         done: dict[SourcePartition, int] = {}
         todo: dict[SourcePartition, int] = {}
         for key in keys:
-            session, pb = self._sessions.by_source.get(key), book.get(*key)
+            session, pb = by.by_source.get(key), book.get(*key)
             if session is None or session.fenced or pb is None or pb.acked < 0:
                 continue
             if not session.open and self._committed.get(key) == pb.acked:
@@ -285,8 +336,8 @@ class TransactionalBatchCopier(BatchCopier):
             todo[key] = pb.acked
         if not todo:
             return done
-        sessions = {k: self._sessions.by_source[k] for k in todo}
-        self._start()
+        sessions = {k: by.by_source[k] for k in todo}
+        wire.start()
         while any(s.unacknowledged and not s.fenced for s in sessions.values()):
             if time.monotonic() >= deadline:
                 raise MirrorError(
@@ -294,11 +345,11 @@ class TransactionalBatchCopier(BatchCopier):
                     "the flush timeout. The open transactions stay invisible; a restart "
                     "resumes from the last committed progress records"
                 )
-            self._turn(min(0.1, deadline - time.monotonic()), fetch=False)
+            wire.pump(min(0.1, deadline - time.monotonic()))
         ended = self._end_all([k for k, s in sessions.items() if not s.fenced], True, deadline)
         for key in ended:
             done[key] = self._committed[key] = todo[key]
-        self._drop_fenced()
+        self.drop_fenced()
         return done
 
     def _end_all(
@@ -307,10 +358,11 @@ class TransactionalBatchCopier(BatchCopier):
         """EndTxn for these partitions' open transactions, all at once. Returns the keys whose
         transaction ended. A failed commit is a MirrorError; a failed abort is left to the
         next owner's InitProducerId (or the transaction timeout)."""
-        sessions = {k: s for k in keys if (s := self._sessions.by_source[k]).open}
+        _, by, coordinators = self._parts()
+        sessions = {k: s for k in keys if (s := by.by_source[k]).open}
         if deadline is None:
             deadline = time.monotonic() + ABORT_TIMEOUT_S
-        results = self.coordinators.calls(
+        results = coordinators.calls(
             {s.tid: s.end_request(commit) for s in sessions.values()},
             lambda r: int(r.error_code),
             deadline,
