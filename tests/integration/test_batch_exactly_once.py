@@ -22,7 +22,7 @@ from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.mirror.batch.fencing import Fenced
 from kmirror.mirror.batch.guarantee import BatchExactlyOnce
 from kmirror.mirror.batch.records import HEADER_SIZE, TRANSACTIONAL_MASK
-from kmirror.mirror.record_guarantee import FENCED
+from kmirror.mirror.record_transactions import FENCED
 from kmirror.progress.book import ProgressBook
 from tests.conftest import MakeTopic
 from tests.integration.batchcopy import mirror_config, raw_batches

@@ -31,6 +31,7 @@ from kmirror.progress.book import ProgressBook
 from kmirror.schemas.translator import SchemaTranslator
 
 OnDelivery = Callable[[KafkaError | None, Message], None]
+Forget = Callable[[list[SourcePartition]], None]  # a copier lets partitions go
 
 CONSUME_BATCH = 5000
 CONSUME_TIMEOUT_S = 0.2
@@ -43,12 +44,7 @@ class SourceGroup(Protocol):
 class RecordGuarantee(Protocol):
     """What the record copier asks of its guarantee (see the module doc)."""
 
-    def attach(
-        self,
-        ctx: CopierContext,
-        on_delivery: OnDelivery,
-        forget: Callable[[list[SourcePartition]], None],
-    ) -> Producer:
+    def attach(self, ctx: CopierContext, on_delivery: OnDelivery, forget: Forget) -> Producer:
         """The copier's producer (start-up check, metadata; at-least-once: every record).
         `forget`: the copier lets partitions go (fenced ones)."""
         ...

@@ -2,11 +2,12 @@
 every copy path uses (the Java producer's TransactionManager is the model: the Sender works the
 same either way and asks it).
 
-Each implementation holds a record-path part (record_guarantee.py: which confluent-kafka
-producer a record goes through) and a batch-path part (batch/guarantee.py: which producer
-session a batch goes through); the copiers take the guarantee as a constructor argument and
-send through its parts (the record copier through `record`, the batch copier through `batch`,
-the hybrid both). The guarantee owns what differs between the two:
+Each implementation holds a record-path part (record_guarantee.py, record_transactions.py:
+which confluent-kafka producer a record goes through) and a batch-path part
+(batch/guarantee.py: which producer session a batch goes through); the copiers take the
+guarantee as a constructor argument and send through its parts (the record copier through
+`record`, the batch copier through `batch`, the hybrid both). The guarantee owns what differs
+between the two:
 
 - `open`: at-least-once nothing; exactly-once initialises each new partition's transactional id
   (fencing its previous owner, whose open transaction is aborted) before the stream reads the
@@ -35,7 +36,8 @@ from kmirror.mirror.batch.guarantee import BatchAtLeastOnce, BatchExactlyOnce
 from kmirror.mirror.contract import CopierContext, SourceGroup
 from kmirror.mirror.latch import FailureLatch
 from kmirror.mirror.progress_store import ProgressStore
-from kmirror.mirror.record_guarantee import RecordAtLeastOnce, RecordExactlyOnce
+from kmirror.mirror.record_guarantee import RecordAtLeastOnce
+from kmirror.mirror.record_transactions import RecordExactlyOnce
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import ProgressBook
 

@@ -15,10 +15,11 @@ partitions, there is no source->target run to keep), everything.
 
 It has the `Copier` shape (kmirror.mirror.contract) the stream's loop drives; the batch copier
 has the same shape, so a stream runs either engine. The delivery guarantee is a constructor
-argument (kmirror.mirror.guarantee): its record-path part (record_guarantee.py) says which
-producer a partition's records go through (at-least-once one idempotent producer,
-exactly-once the partition's transactional one). What goes wrong is recorded in the latch and
-the step returns: the stream's loop decides (stop, or rewind and send again).
+argument (kmirror.mirror.guarantee): its record-path part (record_guarantee.py,
+record_transactions.py) says which producer a partition's records go through (at-least-once
+one idempotent producer, exactly-once the partition's transactional one). What goes wrong is
+recorded in the latch and the step returns: the stream's loop decides (stop, or rewind and
+send again).
 """
 
 from __future__ import annotations
@@ -284,7 +285,7 @@ class RecordCopier:
                         break
                     if code != KafkaError._UNKNOWN_PARTITION:
                         raise
-                    self._await_partition(dst, partition)
+                    self._await_partition(producer, dst, partition)
             if halted:
                 # A send failed meanwhile: the stream stops or rewinds, and the rest of this
                 # batch comes again from the last commit. Sending it now would acknowledge
@@ -325,11 +326,11 @@ class RecordCopier:
             "max.message.bytes of the target topic. Nothing past it was committed"
         )
 
-    def _await_partition(self, topic: str, partition: int | None) -> None:
+    def _await_partition(self, producer: Producer, topic: str, partition: int | None) -> None:
         """The producer's metadata predates a partition we just added: refresh it (bounded)."""
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not self._stop.is_set():
-            md = self.producer.list_topics(topic, timeout=10)
+            md = producer.list_topics(topic, timeout=10)
             t = md.topics.get(topic)
             if t is not None and partition is not None and partition in t.partitions:
                 return

@@ -34,7 +34,7 @@ from kmirror.mirror.batch.merger import Merger
 from kmirror.mirror.contract import CopierContext
 from kmirror.mirror.guarantee import AtLeastOnce, ExactlyOnce
 from kmirror.mirror.latch import FailureLatch
-from kmirror.mirror.record_guarantee import RecordExactlyOnce
+from kmirror.mirror.record_transactions import RecordExactlyOnce
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import ProgressBook
 from tests.unit.mirror.batch.helpers import Limits, Link

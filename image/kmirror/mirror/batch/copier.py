@@ -173,7 +173,8 @@ class BatchCopier:
     def revoke(self, keys: Iterable[SourcePartition]) -> None:
         """Stop copying these partitions: fetch no more, wait (bounded) for what is in flight,
         forget the rest and close their book entries. Commit before calling this."""
-        keys = [k for k in keys if k in self._targets]
+        asked = list(keys)
+        keys = [k for k in asked if k in self._targets]
         for key in keys:
             self._fetcher.remove(key)
         if self._started:
@@ -185,7 +186,8 @@ class BatchCopier:
         for key in keys:
             self._forget(key)
             self._book.close(*key)
-        self.guarantee.revoke(keys)
+        # Also those it holds no more (exactly-once: a transaction may still be open).
+        self.guarantee.revoke(asked)
 
     def _forget(self, key: SourcePartition) -> None:
         """Fetch nothing more of this partition, forget what is staged or in flight of it."""

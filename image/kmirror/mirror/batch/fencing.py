@@ -2,7 +2,7 @@
 
 A fencing answer (PRODUCER_FENCED / INVALID_PRODUCER_EPOCH: another owner initialised the
 partition's transactional id) can come from either path's transactions: librdkafka's producers
-on the record path (kmirror.mirror.record_guarantee), the batch path's sessions
+on the record path (kmirror.mirror.record_transactions), the batch path's sessions
 (batch/guarantee.py). Whichever saw it marks the partition here; `drop` then lets it go the
 same way every time: logged, every part that holds something of it forgets it (its
 transaction, what its copier had staged or in flight, its fetching), and its progress book entry
