@@ -530,3 +530,70 @@ def test_exactly_once_hands_a_partition_to_the_record_path_only_after_the_batch_
     guarantee.batch = FakePart({}, handover=True)  # type: ignore[assignment]
     assert guarantee.hand_over(KEY, 42)
     assert record.opened == [KEY]
+
+
+# -- the record copier's step reports through the latch ----------------------------------------
+
+
+class FullQueue(FakeProducer):
+    """A producer whose local queue is full; serving acknowledgements reports a failed send
+    (what the delivery callback records while the target is down)."""
+
+    def __init__(self, latch: FailureLatch) -> None:
+        super().__init__()
+        self.latch = latch
+
+    def produce(self, topic: str, value: Any = None, key: Any = None, **kw: Any) -> None:
+        self.calls.append(("produce", topic))
+        raise BufferError("queue full")
+
+    def poll(self, timeout: float = 0) -> int:
+        self.latch.send_failed("t", 0, KafkaError(KafkaError._MSG_TIMED_OUT))
+        return 1
+
+
+class Record:
+    def __init__(self, offset: int) -> None:
+        self._offset = offset
+
+    def error(self) -> None:
+        return None
+
+    def topic(self) -> str:
+        return "t"
+
+    def partition(self) -> int:
+        return 0
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes:
+        return b"k"
+
+    def value(self) -> bytes:
+        return b"v"
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, 1_700_000_000_000)
+
+    def headers(self) -> None:
+        return None
+
+
+def test_a_full_queue_with_a_failed_send_stops_the_batch_and_leaves_the_decision_to_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kmirror.mirror.record_copier import RecordCopier
+
+    book = ProgressBook()
+    book.open(*KEY, 0)
+    latch = FailureLatch(abort_on_send_failure=False)
+    queue = FullQueue(latch)
+    monkeypatch.setattr(clients, "producer", lambda config, overrides=None: queue)
+    copier = RecordCopier(context(book, latch), AtLeastOnce(latch))
+    copier._copy([Record(0), Record(1), Record(2)])  # type: ignore[list-item]
+    # One attempt, then the failure is in the latch: nothing more is handed over, nothing is
+    # in flight for the book, and the copier did not rewind or raise itself.
+    assert queue.calls == [("produce", "t")]
+    assert latch.recorded and book["t", 0].acked == 0
