@@ -42,7 +42,8 @@ class SourceGroup(Protocol):
 
 
 class RecordGuarantee(Protocol):
-    """What the record copier asks of its guarantee (see the module doc)."""
+    """What the record copier asks of its guarantee's record part (RecordAtLeastOnce in
+    record_guarantee.py, RecordExactlyOnce in record_transactions.py)."""
 
     def attach(self, ctx: CopierContext, on_delivery: OnDelivery, forget: Forget) -> Producer:
         """The copier's producer (start-up check, metadata; at-least-once: every record).
