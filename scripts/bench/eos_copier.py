@@ -1,6 +1,7 @@
-"""The cost of exactly-once on the batch path, copier alone: BatchCopier against
-TransactionalBatchCopier (a commit of every partition's transaction every second) copying the
-same source topic, in this process, alternately. No consumer group, no start-up in the window.
+"""The cost of exactly-once on the batch path, copier alone: BatchCopier at least once
+against BatchCopier with BatchExactlyOnce as its guarantee (a commit of every partition's
+transaction every second) copying the same source topic, in this process, alternately. No
+consumer group, no start-up in the window.
 
     PYTHONPATH=image python -m scripts.bench.eos_copier --records 2000000 \\
         --source 127.0.0.1:19092 --target 127.0.0.1:29092
@@ -16,7 +17,8 @@ from collections.abc import Sequence
 
 from kmirror.config.model import ClusterConfig, MirrorConfig
 from kmirror.mirror.batch.copier import BatchCopier
-from kmirror.mirror.batch.exactly_once import TransactionalBatchCopier
+from kmirror.mirror.batch.fencing import Fenced
+from kmirror.mirror.batch.guarantee import BatchExactlyOnce
 from kmirror.progress.book import ProgressBook
 from tests.kafkatools import create_topic, delete_topic, end_offsets, produce, unique
 
@@ -36,10 +38,10 @@ def copy(source: str, target: str, topic: str, partitions: int, eos: bool) -> tu
     ends = end_offsets(source, topic)
     keys = [(topic, p) for p in range(partitions)]
     book = ProgressBook()
-    copier: BatchCopier
+    txn = BatchExactlyOnce(config, Fenced(book))
     if eos:
         create_topic(target, config.progress_topic, partitions=1)
-        txn = copier = TransactionalBatchCopier(config, book)
+        copier = BatchCopier(config, book, guarantee=txn)
         txn.open(keys)
     else:
         copier = BatchCopier(config, book)

@@ -18,9 +18,11 @@ from confluent_kafka import KafkaException, Producer
 
 from kmirror.config.model import MirrorConfig
 from kmirror.kafka import clients
-from kmirror.mirror.batch.exactly_once import TransactionalBatchCopier
+from kmirror.mirror.batch.copier import BatchCopier
+from kmirror.mirror.batch.fencing import Fenced
+from kmirror.mirror.batch.guarantee import BatchExactlyOnce
 from kmirror.mirror.batch.records import HEADER_SIZE, TRANSACTIONAL_MASK
-from kmirror.mirror.exactly_once import FENCED
+from kmirror.mirror.record_transactions import FENCED
 from kmirror.progress.book import ProgressBook
 from tests.conftest import MakeTopic
 from tests.integration.batchcopy import mirror_config, raw_batches
@@ -107,9 +109,13 @@ def test_compacted_stretch_moves_to_the_record_path_transactions_at_the_exact_of
 # -- fencing, driven directly: two owners of one partition -------------------------------------
 
 
-def _copy_to_end(
-    source: str, copier: TransactionalBatchCopier, book: ProgressBook, key: tuple[str, int]
-) -> int:
+def _eos_copier(config: MirrorConfig, book: ProgressBook) -> tuple[BatchCopier, BatchExactlyOnce]:
+    """The batch copier under exactly-once, and its guarantee (open, commit)."""
+    txn = BatchExactlyOnce(config, Fenced(book))
+    return BatchCopier(config, book, guarantee=txn), txn
+
+
+def _copy_to_end(source: str, copier: BatchCopier, book: ProgressBook, key: tuple[str, int]) -> int:
     end = end_offsets(source, key[0])[key[1]]
     deadline = time.monotonic() + 60
     while book[key].acked < end:
@@ -120,7 +126,7 @@ def _copy_to_end(
 
 
 def _record_path_producer(config: MirrorConfig, key: tuple[str, int]) -> Producer:
-    """What the record path's TransactionalCopier runs for the partition."""
+    """What the record path's exactly-once producer (RecordExactlyOnce) runs for the partition."""
     producer = clients.transactional_producer(config, key)
     producer.init_transactions(30)
     return producer
@@ -137,29 +143,29 @@ def test_the_next_owner_fences_the_first_and_nothing_of_it_becomes_visible(
     make_topic(clusters.target_bootstrap, name=config.progress_topic, partitions=1)
     key = (src, 0)
     a_book = ProgressBook()
-    a = TransactionalBatchCopier(config, a_book)
+    a, a_txn = _eos_copier(config, a_book)
     b_book = ProgressBook()
-    b: TransactionalBatchCopier | None = None
+    b: BatchCopier | None = None
     try:
-        a.open([key])
+        a_txn.open([key])
         a.assign({key: (dst, 0)})
         end = _copy_to_end(
             clusters.source_bootstrap, a, a_book, key
         )  # all of partition 0, in A's open transaction
         if fencer == "batch":
-            b = TransactionalBatchCopier(config, b_book)
-            b.open([key])
+            b, b_txn = _eos_copier(config, b_book)
+            b_txn.open([key])
         else:
             _record_path_producer(config, key)
         # A is a zombie now: its commit fails as fenced, it drops the partition.
-        assert a.commit(a_book, [key], 30) == {}
+        assert a_txn.commit(a_book, [key], 30) == {}
         assert a_book.get(*key) is None
         assert consume_all(clusters.target_bootstrap, dst) == []
         if b is not None:
             # The new owner copies from the (absent) committed position: every record once.
             b.assign({key: (dst, 0)})
             _copy_to_end(clusters.source_bootstrap, b, b_book, key)
-            assert b.commit(b_book, [key], 30) == {key: end}
+            assert b_txn.commit(b_book, [key], 30) == {key: end}
             source = [r.content() for r in consume_all(clusters.source_bootstrap, src)]
             target = [r.content() for r in consume_all(clusters.target_bootstrap, dst)]
             assert target == [c for c in source if c[0] == 0]
@@ -180,9 +186,9 @@ def test_a_batch_path_owner_fences_a_record_path_producer(
     zombie.begin_transaction()
     zombie.produce(dst, b"zombie", partition=0)
     zombie.flush(30)
-    owner = TransactionalBatchCopier(config, ProgressBook())
+    owner, owner_txn = _eos_copier(config, ProgressBook())
     try:
-        owner.open([key])  # fences the record-path producer and aborts its transaction
+        owner_txn.open([key])  # fences the record-path producer and aborts its transaction
         with pytest.raises(KafkaException) as info:
             zombie.commit_transaction(30)
         assert info.value.args[0].code() in FENCED

@@ -19,8 +19,8 @@ from tests.kafkatools import Clusters, consume_all, end_offsets, produce, wait_u
 from tests.mirrorproc import QUICK_REJOIN, MirrorProcess, mirror_args
 
 pytestmark = pytest.mark.integration
-# Both paths write transactions: the record path (exactly_once.py) and the batch path
-# (batch/exactly_once.py); test_batch_exactly_once.py has the batch path's own cases.
+# Both paths write transactions: the record path (record_transactions.py) and the batch path
+# (batch/guarantee.py); test_batch_exactly_once.py has the batch path's own cases.
 # The default engine (batch) in make test; the record path's twin in the long tier.
 ENGINES = pytest.mark.parametrize(
     "engine", [pytest.param("record", marks=pytest.mark.slow), "batch"]

@@ -1,33 +1,27 @@
 """Which copier a mirror runs (`--engine record|batch|auto`, and `--exactly-once`): one
 decision (`plan_for`), made by the supervisor before anything starts (a refusal is a clear
 ConfigError) and handed to each stream process as a plain, picklable `Plan`. A stream builds
-the copier its plan names (`Plan.copier`) and decides nothing again."""
+the copier and the delivery guarantee its plan names (`Plan.copier`) and decides nothing
+again."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import ConfigError
 from kmirror.kafka.wireconf import connection_args
-from kmirror.mirror.contract import CopierFactory
-from kmirror.mirror.exactly_once import TransactionalCopier
-from kmirror.mirror.exactly_once_hybrid import TransactionalHybridCopier
+from kmirror.mirror.contract import Copier, CopierContext, CopierFactory, Guarantee
+from kmirror.mirror.guarantee import AtLeastOnce, ExactlyOnce
 from kmirror.mirror.hybrid import HybridCopier
 from kmirror.mirror.record_copier import RecordCopier
 
 log = logging.getLogger(__name__)
 
 Path = Literal["record", "hybrid"]
-
-_COPIERS: dict[tuple[Path, bool], CopierFactory] = {
-    ("record", False): RecordCopier,
-    ("record", True): TransactionalCopier,
-    ("hybrid", False): HybridCopier,
-    ("hybrid", True): TransactionalHybridCopier,
-}
 
 
 @dataclass(frozen=True)
@@ -40,7 +34,15 @@ class Plan:
 
     @property
     def copier(self) -> CopierFactory:
-        return _COPIERS[(self.path, self.exactly_once)]
+        """Builds the stream's guarantee and the copier that sends through it."""
+        return partial(_build, self.path, self.exactly_once)
+
+
+def _build(path: Path, exactly_once: bool, ctx: CopierContext) -> Copier:
+    guarantee: Guarantee = ExactlyOnce(ctx) if exactly_once else AtLeastOnce(ctx.latch)
+    if path == "record":
+        return RecordCopier(ctx, guarantee)
+    return HybridCopier(ctx, guarantee)
 
 
 def plan_for(config: MirrorConfig) -> Plan:

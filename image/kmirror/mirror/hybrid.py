@@ -19,6 +19,13 @@ latch like a record path failure: the stream stops (abort.on.send.failure=true) 
 partition to its last commit and sends again. The batch copier forgets what was unacknowledged
 and starts a new producer session first. A permanent refusal (too large, not authorized) stops
 the mirror in both modes.
+
+The delivery guarantee is a constructor argument (kmirror.mirror.guarantee), handed to both
+paths' copiers. Under exactly-once a partition moving to the record path is handed over
+(`Guarantee.hand_over`: the batch path's transaction committed up to the fallback offset, then
+the record path's producer takes the transactional id over), and it stays on the record path
+until it is assigned again: moving back would need the same commit-then-hand-over at a clean
+point, which is not built.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.mirror.batch.gating import BatchGate
 from kmirror.mirror.batch.producer import BatchSendError
-from kmirror.mirror.contract import CopierContext
+from kmirror.mirror.contract import CopierContext, Guarantee
 from kmirror.mirror.record_copier import RecordCopier
 from kmirror.partitions import SourcePartition
 
@@ -114,26 +121,19 @@ class Router:
 
 
 class HybridCopier:
-    def __init__(
-        self,
-        ctx: CopierContext,
-        record: RecordCopier | None = None,
-        batch: BatchCopier | None = None,
-    ) -> None:
-        """`record`, `batch`: the two paths' copiers (exactly-once passes its transactional
-        ones); by default the plain ones."""
+    def __init__(self, ctx: CopierContext, guarantee: Guarantee) -> None:
         self._ctx = ctx
         self._consumer = ctx.consumer
         self._book = ctx.book
-        self._record = record if record is not None else RecordCopier(ctx)
+        self.guarantee = guarantee
+        self._record = RecordCopier(ctx, guarantee)
         self._record.only = set()
-        self._batch = (
-            batch
-            if batch is not None
-            else BatchCopier(ctx.config, ctx.book, ctx.metrics, schemas=ctx.schemas)
+        self._batch = BatchCopier(
+            ctx.config, ctx.book, ctx.metrics, schemas=ctx.schemas, guarantee=guarantee.batch
         )
         self._batch.gating = BatchGate(ctx.gate)  # paused topics, drains, throttles
-        self.router = Router()
+        # Exactly-once: a partition on the record path stays there (no hand-over back).
+        self.router = Router(probe=not guarantee.transactional)
         self._wait_s = ctx.consume_timeout_s
         self._pause: set[SourcePartition] = (
             set()
@@ -264,6 +264,8 @@ class HybridCopier:
 
     def _fall_back(self, key: SourcePartition, offset: int) -> None:
         """The batch path let this partition go at `offset`: the record path continues."""
+        if not self.guarantee.hand_over(key, offset):
+            return  # fenced meanwhile: another stream owns it, it was dropped
         self.router.to_record(key, time.monotonic())
         self._to_record(key, offset)
 

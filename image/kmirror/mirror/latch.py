@@ -73,6 +73,11 @@ class FailureLatch:
     # -- deciding (the loop) ------------------------------------------------------------------
 
     @property
+    def recorded(self) -> bool:
+        """Something the loop must act on (stop or rewind) before more is sent."""
+        return bool(self.failures) or self.fatal is not None
+
+    @property
     def blocks_commit(self) -> bool:
         return bool(self.failures) or self.fatal is not None or self.no_commit
 

@@ -14,7 +14,12 @@ aborted records) and, with --partitioning hash (a source partition's records lan
 partitions, there is no source->target run to keep), everything.
 
 It has the `Copier` shape (kmirror.mirror.contract) the stream's loop drives; the batch copier
-has the same shape, so a stream runs either engine.
+has the same shape, so a stream runs either engine. The delivery guarantee is a constructor
+argument (kmirror.mirror.guarantee): its record-path part (record_guarantee.py,
+record_transactions.py) says which producer a partition's records go through (at-least-once
+one idempotent producer, exactly-once the partition's transactional one). What goes wrong is
+recorded in the latch and the step returns: the stream's loop decides (stop, or rewind and
+send again).
 """
 
 from __future__ import annotations
@@ -30,16 +35,16 @@ from confluent_kafka import (
     KafkaError,
     KafkaException,
     Message,
+    Producer,
     TopicPartition,
 )
 
 from kmirror.control.gate import Gate
 from kmirror.errors import SendError, TopicError
-from kmirror.kafka import clients
 from kmirror.kafka.connect import await_metadata
 from kmirror.kafka.message import position
 from kmirror.mirror import latch as rules
-from kmirror.mirror.contract import CopierContext
+from kmirror.mirror.contract import CopierContext, Guarantee
 from kmirror.mirror.gating import RecordGate
 from kmirror.mirror.provenance import stamp
 from kmirror.partitions import SourcePartition
@@ -68,7 +73,7 @@ class _InFlight:
 
 
 class RecordCopier:
-    def __init__(self, ctx: CopierContext) -> None:
+    def __init__(self, ctx: CopierContext, guarantee: Guarantee) -> None:
         config = ctx.config
         self._config = config
         self._consumer = ctx.consumer
@@ -78,7 +83,6 @@ class RecordCopier:
         self._stop = ctx.stop
         self._targets = ctx.targets  # the subscription's live map: source topic -> target topic
         self._client_errors = ctx.client_errors
-        self._check = ctx.check  # the stream acts on what the latch recorded (may raise, rewind)
         self._batch = ctx.consume_batch
         self.consume_timeout_s = ctx.consume_timeout_s  # the hybrid engine lowers it
         self._same = config.keeps_partitions
@@ -96,14 +100,13 @@ class RecordCopier:
         self.only: set[SourcePartition] | None = None
         # --partitioning same: per target partition, what is in flight (see the module doc).
         self._flight: dict[str, dict[int, _InFlight]] = {}
-        self._rewinds = 0
         self._flush_timeout = int(config.producer_conf().get("message.timeout.ms", "60000")) / 1e3
         # Inside consume(): the group's callbacks run there, and the consumer's position may
         # already cover records of the batch that consume() has not handed to us yet.
         self._consuming = False
-        self.producer = clients.producer(
-            config, {"on_delivery": self._on_delivery, "error_cb": ctx.error_cb}
-        )
+        self.guarantee = guarantee
+        self._delivery = guarantee.record
+        self.producer = self._delivery.attach(ctx, self._on_delivery, self._forget)
         # Paused topics, drains, throttles (kmirror.mirror.gating).
         self._gating = RecordGate(ctx.gate or Gate(), ctx.consumer)
         self._schemas = ctx.schemas
@@ -125,6 +128,10 @@ class RecordCopier:
 
     def revoke(self, keys: Iterable[SourcePartition]) -> None:
         keys = list(keys)
+        self._forget(keys)
+        self._delivery.release(keys)
+
+    def _forget(self, keys: list[SourcePartition]) -> None:
         self._gating.forget(keys)
         busy = False
         for topic, partition in keys:
@@ -146,10 +153,11 @@ class RecordCopier:
         self.consumed = len(msgs)
         if msgs:
             self._copy(msgs)
-        self.producer.poll(0)
+        self._delivery.poll()
+        self._delivery.drop_fenced()
 
     def flush(self, timeout: float) -> int:
-        remaining = int(self.producer.flush(timeout))
+        remaining = self._delivery.flush(timeout)
         if not remaining and not self._latch.failures:
             self._settle()
         return remaining
@@ -169,15 +177,17 @@ class RecordCopier:
 
     def rewind(self, positions: Mapping[SourcePartition, int]) -> None:
         # Called after a flush: nothing is in flight. What failed is forgotten unsettled; the
-        # stream rewinds the book, and everything from `positions` is sent (and reported) again.
-        self._rewinds += 1
+        # stream rewinds the book, and everything from `positions` is sent (and reported) again
+        # (exactly-once: in new transactions, the open ones aborted first).
+        self._delivery.abort()
         self._flight.clear()
+        positions = {k: o for k, o in positions.items() if self._delivery.owns(k)}
         for (topic, partition), offset in positions.items():
             self._consumer.seek(TopicPartition(topic, partition, offset))
         self._gating.rewound(positions)
 
     def close(self, timeout: float) -> None:
-        self.producer.flush(timeout)
+        self._delivery.close(timeout)
 
     def _target(self, topic: str) -> str:
         return self._targets.get(topic) or self._config.target_topic(topic)
@@ -196,13 +206,14 @@ class RecordCopier:
             self._consuming = False
 
     def _copy(self, msgs: list[Message]) -> None:
-        producer = self.producer
-        produce = producer.produce
         targets = self._targets
         counts: dict[str, list[int]] = {}
         same = self._same
         flights = self._flight
-        rewinds = self._rewinds
+        latch = self._latch
+        delivery = self._delivery
+        source: SourcePartition | None = None
+        producer: Producer | None = None
         origin = self._origin
         schemas = self._schemas
         # MM2's record age (--mm2-metric-names): when read, per target partition, which only
@@ -215,6 +226,11 @@ class RecordCopier:
                 self._consume_error(err)
                 continue
             topic, partition, offset = position(m)
+            if source != (topic, partition):
+                source = (topic, partition)
+                producer = delivery.producer_for(source)
+            if producer is None:
+                continue  # not ours to copy (exactly-once: fenced, or revoked meanwhile)
             dst = targets.get(topic) or self._config.target_topic(topic)
             key, value = m.key(), m.value()
             if schemas is not None:
@@ -249,27 +265,34 @@ class RecordCopier:
                     flight = per[partition] = _InFlight(book)
                 if figures is not None and ts_type != TIMESTAMP_NOT_AVAILABLE and ts > 0:
                     figures.read(dst, partition, max(read_at - ts / 1000.0, 0.0))
+            halted = False
             while True:
                 try:
-                    produce(dst, **kwargs)
+                    producer.produce(dst, **kwargs)
                     break
                 except BufferError:
                     # Local queue full: serve acknowledgements until there is room.
                     producer.poll(0.05)
-                    self._check()
-                    if self._rewinds != rewinds:
+                    halted = latch.recorded
+                    if halted:
                         break
                 except KafkaException as exc:
                     code = exc.args[0].code()
                     if code == KafkaError.MSG_SIZE_TOO_LARGE:
                         raise self._too_large(m, exc) from exc
+                    if delivery.fencing(source, exc.args[0]):
+                        producer = None  # dropped at the end of the step
+                        break
                     if code != KafkaError._UNKNOWN_PARTITION:
                         raise
-                    self._await_partition(dst, partition)
-            if self._rewinds != rewinds:
-                # The check rewound (failed sends): the rest of this batch comes again from the
-                # last commit. Sending it now would acknowledge records past the failed ones.
+                    self._await_partition(producer, dst, partition)
+            if halted:
+                # A send failed meanwhile: the stream stops or rewinds, and the rest of this
+                # batch comes again from the last commit. Sending it now would acknowledge
+                # records past the failed ones.
                 break
+            if producer is None:
+                continue
             # Recorded once produce() took the record: its report will come, in this order.
             if flight is not None:
                 runs = flight.runs
@@ -303,11 +326,11 @@ class RecordCopier:
             "max.message.bytes of the target topic. Nothing past it was committed"
         )
 
-    def _await_partition(self, topic: str, partition: int | None) -> None:
+    def _await_partition(self, producer: Producer, topic: str, partition: int | None) -> None:
         """The producer's metadata predates a partition we just added: refresh it (bounded)."""
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not self._stop.is_set():
-            md = self.producer.list_topics(topic, timeout=10)
+            md = producer.list_topics(topic, timeout=10)
             t = md.topics.get(topic)
             if t is not None and partition is not None and partition in t.partitions:
                 return

@@ -6,8 +6,9 @@ every acknowledgement into the progress book. Every offset.commit.interval.ms, o
 on shutdown the copier is flushed, and only if every record sent so far was acknowledged are
 the book's acknowledged source offsets committed. A commit can never run ahead of the target.
 Any send failure means: commit nothing more; abort (exit 1) or rewind and retry.
---exactly-once: the copier writes transactions and the commit is theirs (engine.Transactional:
-mirror/exactly_once.py on the record path, mirror/exactly_once_hybrid.py on --engine batch|auto).
+--exactly-once: the copier writes transactions and the commit is theirs. Either way the stream
+asks the copier's delivery guarantee (kmirror.mirror.guarantee): to open new partitions before
+their progress records are read, and to commit at commit points.
 
     Stream.run ── Subscription (group membership, topics, start offsets)
                ├─ Copier (the one the supervisor's plan names: kmirror.mirror.engine)
@@ -40,7 +41,6 @@ from kmirror.mirror.contract import (
     Copier,
     CopierContext,
     CopierFactory,
-    Transactional,
     Tuning,
 )
 from kmirror.mirror.latch import FailureLatch
@@ -86,12 +86,11 @@ class Stream:
         self._store = ProgressStore(config, self._topics)
         # Schema IDs in keys and values, for both paths (None when schemas are not mirrored).
         self._schemas = translator_for(config, metrics.registry, self._compacted_topic)
-        self._committer = Committer(self._book, self._latch, metrics, stream_id)
+        self._committer = Committer(self._book, metrics, stream_id)
         self._client_errors: list[KafkaError] = []  # for the start-up check (connect.py)
         self._consumer: Consumer | None = None
         self._subs: Subscription | None = None
         self._copier: Copier | None = None
-        self._txn: Transactional | None = None  # the copier, under exactly-once
         self._last_commit = time.monotonic()
         # The loop was stopped while re-sending failed records (they are not all on the target).
         self._stopped_retrying = False
@@ -126,7 +125,6 @@ class Stream:
                     self._stop,
                     self._subs.targets,
                     error_cb=self._on_client_error,
-                    check=self._check,
                     client_errors=self._client_errors,
                     schemas=self._schemas,
                     consume_batch=self._tuning.consume_batch,
@@ -134,8 +132,6 @@ class Stream:
                     gate=self.gate,
                 )
             )
-            if isinstance(self._copier, Transactional):
-                self._txn = self._copier
         return self._consumer, self._subs, self._copier
 
     # -- the loop ------------------------------------------------------------------------------
@@ -299,7 +295,8 @@ class Stream:
                 len(self._latch.failures),
             )
             return False
-        return self._committer.commit(why, self._subs, self._store, self._txn, timeout)
+        guarantee = self._copier.guarantee
+        return self._committer.commit(why, self._subs, self._store, guarantee, timeout)
 
     def _shutdown(self, clean: bool) -> None:
         """Final commit (when clean), leave the group, release the clients; bounded by
@@ -373,12 +370,13 @@ class Stream:
     # -- the subscription's listener -----------------------------------------------------------
 
     def assigned(self, starts: Mapping[SourcePartition, Start]) -> Mapping[SourcePartition, Start]:
-        if self._txn is not None:
-            # Fence the previous owners first: their open transactions are aborted, so the
-            # committed progress records read next are final.
-            self._txn.open(starts)
+        assert self._copier is not None
+        guarantee = self._copier.guarantee
+        # Exactly-once: fence the previous owners first, their open transactions are aborted,
+        # so the committed progress records read next are final.
+        guarantee.open(starts)
         persisted = self._store.load(starts)
-        if self._txn is not None:
+        if guarantee.transactional:
             # The progress record committed with the records is the truth, not the group.
             starts = {
                 k: Start(persisted[k].acked, committed=True) if k in persisted else s
@@ -392,7 +390,6 @@ class Stream:
             if start.committed:
                 book.committed = start.offset
             self._committer.restart[(topic, partition)] = start.offset
-        assert self._copier is not None
         self._copier.assign({k: s.offset for k, s in starts.items()})
         return starts
 

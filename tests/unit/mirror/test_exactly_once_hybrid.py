@@ -1,4 +1,4 @@
-"""Which copier --exactly-once runs on each engine, and the router rule under it (no broker)."""
+"""Which plan --exactly-once runs on each engine, and the router rule under it (no broker)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,8 @@ import pytest
 
 from kmirror.config.model import ClusterConfig, DrConfig, MirrorConfig
 from kmirror.errors import ConfigError
-from kmirror.mirror.contract import Transactional
-from kmirror.mirror.engine import plan_for
-from kmirror.mirror.exactly_once import TransactionalCopier
-from kmirror.mirror.exactly_once_hybrid import TransactionalHybridCopier
+from kmirror.mirror.engine import Plan, plan_for
 from kmirror.mirror.hybrid import MAX_PROBE_BACKOFF_S, Router
-from kmirror.mirror.record_copier import RecordCopier
 
 pytestmark = pytest.mark.unit
 
@@ -30,32 +26,21 @@ def eos(**changes: object) -> MirrorConfig:
 
 @pytest.mark.parametrize("engine", ["batch", "auto"])
 def test_exactly_once_on_the_batch_engines_is_the_transactional_hybrid(engine: str) -> None:
-    assert plan_for(eos(engine=engine)).copier is TransactionalHybridCopier
+    assert plan_for(eos(engine=engine)) == Plan("hybrid", True)
 
 
 def test_exactly_once_on_the_record_engine_is_the_record_paths_transactional_copier() -> None:
-    assert plan_for(eos(engine="record")).copier is TransactionalCopier
+    assert plan_for(eos(engine="record")) == Plan("record", True)
 
 
 def test_auto_takes_the_record_path_for_what_batches_cannot_do_also_under_exactly_once() -> None:
-    assert plan_for(eos(engine="auto", partitioning="hash")).copier is TransactionalCopier
-    assert (
-        plan_for(eos(engine="auto", dr=DrConfig(provenance_header=True))).copier
-        is TransactionalCopier
-    )
+    assert plan_for(eos(engine="auto", partitioning="hash")) == Plan("record", True)
+    assert plan_for(eos(engine="auto", dr=DrConfig(provenance_header=True))) == Plan("record", True)
 
 
 def test_batch_refuses_what_it_cannot_do_also_under_exactly_once() -> None:
     with pytest.raises(ConfigError, match="--engine batch cannot copy this mirror"):
         plan_for(eos(engine="batch", dr=DrConfig(provenance_header=True)))
-
-
-def test_both_exactly_once_copiers_have_the_transactional_shape() -> None:
-    # The stream opens (fences) and commits through this shape; the plain copiers lack it.
-    for copier in (TransactionalCopier, TransactionalHybridCopier):
-        assert callable(getattr(copier, "open", None))
-        assert callable(getattr(copier, "commit", None))
-    assert not isinstance(object.__new__(RecordCopier), Transactional)
 
 
 def test_a_router_without_probing_keeps_record_path_partitions_there() -> None:

@@ -8,10 +8,8 @@ import pytest
 
 from kmirror.config.model import ClusterConfig, DrConfig, MirrorConfig
 from kmirror.errors import ConfigError
-from kmirror.mirror.engine import plan_for
-from kmirror.mirror.exactly_once_hybrid import TransactionalHybridCopier
-from kmirror.mirror.hybrid import PROBE_BACKOFF_S, HybridCopier, Router
-from kmirror.mirror.record_copier import RecordCopier
+from kmirror.mirror.engine import Plan, plan_for
+from kmirror.mirror.hybrid import PROBE_BACKOFF_S, Router
 
 pytestmark = pytest.mark.unit
 
@@ -28,18 +26,18 @@ def config(**changes: object) -> MirrorConfig:
 
 
 def test_record_engine_is_the_record_copier() -> None:
-    assert plan_for(config(engine="record")).copier is RecordCopier
+    assert plan_for(config(engine="record")).path == "record"
 
 
 def test_auto_is_the_default_engine() -> None:
     assert config().engine == "auto"
-    assert plan_for(config()).copier is HybridCopier
+    assert plan_for(config()).path == "hybrid"
     # Exactly-once on the default engine: transactions on both paths.
-    assert plan_for(config(exactly_once=True)).copier is TransactionalHybridCopier
+    assert plan_for(config(exactly_once=True)) == Plan("hybrid", True)
 
 
 def test_batch_engine_is_the_hybrid_copier() -> None:
-    assert plan_for(config(engine="batch")).copier is HybridCopier
+    assert plan_for(config(engine="batch")).path == "hybrid"
 
 
 def test_batch_with_hash_partitioning_is_refused_naming_the_fix() -> None:
@@ -48,19 +46,19 @@ def test_batch_with_hash_partitioning_is_refused_naming_the_fix() -> None:
 
 
 def test_auto_takes_the_record_path_for_what_batches_cannot_do() -> None:
-    assert plan_for(config(engine="auto", partitioning="hash")).copier is RecordCopier
+    assert plan_for(config(engine="auto", partitioning="hash")).path == "record"
     provenance = config(engine="auto", dr=DrConfig(provenance_header=True))
-    assert plan_for(provenance).copier is RecordCopier
+    assert plan_for(provenance).path == "record"
     kerberos = ClusterConfig(
         "source", "127.0.0.1:1", common={"security.protocol": "SASL_PLAINTEXT"}
     )
-    assert plan_for(config(engine="auto", source=kerberos)).copier is RecordCopier
+    assert plan_for(config(engine="auto", source=kerberos)).path == "record"
 
 
 def test_retries_after_refused_sends_stay_on_the_batch_path() -> None:
     # abort.on.send.failure=false: the hybrid copier re-sends from the last commit itself.
     for engine in ("batch", "auto"):
-        assert plan_for(config(engine=engine, abort_on_send_failure=False)).copier is HybridCopier
+        assert plan_for(config(engine=engine, abort_on_send_failure=False)).path == "hybrid"
 
 
 def test_batch_refuses_security_settings_it_cannot_do() -> None:

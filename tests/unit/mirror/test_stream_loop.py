@@ -21,6 +21,8 @@ from kmirror.config.topicmap import TopicMapping
 from kmirror.errors import ClusterError, CommitError
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.contract import CopierContext
+from kmirror.mirror.engine import Plan
+from kmirror.mirror.guarantee import AtLeastOnce
 from kmirror.mirror.latch import FailureLatch
 from kmirror.mirror.record_copier import RecordCopier
 from kmirror.mirror.stream import Stream, Tuning
@@ -71,6 +73,7 @@ class FakeCopier:
 
     def __init__(self, latch: FailureLatch, failing: int = 0) -> None:
         self.latch = latch
+        self.guarantee = AtLeastOnce(latch)
         self.failing = failing
         self.rewound: dict[Key, int] = {}
 
@@ -362,13 +365,14 @@ def test_the_engine_is_a_constructor_choice() -> None:
 
 def test_the_stream_builds_the_copier_it_is_given_and_decides_nothing_again() -> None:
     """The supervisor's plan (kmirror.mirror.engine) is the one engine decision: a stream given
-    the plain record copier under exactly-once builds exactly that (it used to swap in the
+    the at-least-once record path under exactly-once builds exactly that (it used to swap in the
     transactional one itself)."""
     s = Stream(config(exactly_once=True), WorkerMetrics(CollectorRegistry()), threading.Event(), 0,
-               RecordCopier)  # fmt: skip
+               Plan("record", exactly_once=False).copier)  # fmt: skip
     consumer, _, copier = s._build()
     try:
         assert type(copier) is RecordCopier
+        assert type(copier.guarantee) is AtLeastOnce and not copier.guarantee.transactional
     finally:
         copier.close(0)
         consumer.close()

@@ -21,6 +21,11 @@ Those batches (checked by experiment against Kafka 4.1, see docs/architecture.md
   by the log cleaner): its IDs cannot be rewritten.
 
 Small source batches are no reason to leave: they are merged (merger.py).
+
+The delivery guarantee is a constructor argument (guarantee.py): at-least-once, one idempotent
+producer session; exactly-once, a transaction per source partition. The copier works the same
+either way and asks its guarantee for the session, at assignment, revocation and after each
+step (partitions another owner fenced are dropped there).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from kmirror.kafka.wire import selector
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.batch.fetcher import Fetched, Fetcher
 from kmirror.mirror.batch.gating import BatchGate
+from kmirror.mirror.batch.guarantee import BatchAtLeastOnce, BatchGuarantee, Wire
 from kmirror.mirror.batch.limits import TopicLimits, producer_bound
 from kmirror.mirror.batch.merger import IdTranslator, Merger, Staged
 from kmirror.mirror.batch.producer import ProducerSession
@@ -94,6 +100,7 @@ class BatchCopier:
         fetch_max_bytes: int = FETCH_MAX_BYTES,
         fetch_wait_ms: int = FETCH_WAIT_MS,
         schemas: IdTranslator | None = None,
+        guarantee: BatchGuarantee | None = None,
     ) -> None:
         if not 1 <= max_in_flight <= MAX_IN_FLIGHT:
             # The broker de-duplicates the last five batches per producer and partition: more
@@ -118,15 +125,25 @@ class BatchCopier:
         self._limits = TopicLimits(self._target, bound)
         self._translate = schemas is not None
         self.merger = Merger(self._limits, schemas)
-        # Kept for more sessions of the same shape (exactly-once: one per partition,
-        # transactions.py).
-        self._session_args: dict[str, Any] = {
+        # At-least-once unless told: the guarantee builds the session(s) batches go through.
+        self.guarantee = guarantee if guarantee is not None else BatchAtLeastOnce()
+        session_args: dict[str, Any] = {
             "max_in_flight": max_in_flight,
             "request_timeout_ms": int(pconf.get("request.timeout.ms", "30000")),
             "delivery_timeout_s": int(pconf.get("message.timeout.ms", "60000")) / 1000,
             "on_error": self._count_error,
         }
-        self._session = ProducerSession(self._target, self.merger, **self._session_args)
+        self._session: ProducerSession = self.guarantee.bind(
+            Wire(
+                self._target,
+                self.merger,
+                session_args,
+                self._start,
+                self._pump,
+                self._poll,
+                self._forget,
+            )
+        )
         self._max_staged = STAGED_BOUNDS * max(bound, partition_max)
         self._targets: dict[SourcePartition, TargetPartition] = {}
         self._stopping: dict[SourcePartition, Fallback] = {}
@@ -142,6 +159,7 @@ class BatchCopier:
     def assign(self, partitions: Mapping[SourcePartition, tuple[str, int]]) -> None:
         """(source topic, partition) -> (target topic, start source offset). Opens each in the
         book; the target partition is the source's."""
+        self.guarantee.assign(partitions)
         for key, (target_topic, start) in partitions.items():
             self._targets[key] = (target_topic, key[1])
             # A partition coming back from the record path keeps its runs (translation).
@@ -155,7 +173,8 @@ class BatchCopier:
     def revoke(self, keys: Iterable[SourcePartition]) -> None:
         """Stop copying these partitions: fetch no more, wait (bounded) for what is in flight,
         forget the rest and close their book entries. Commit before calling this."""
-        keys = [k for k in keys if k in self._targets]
+        asked = list(keys)
+        keys = [k for k in asked if k in self._targets]
         for key in keys:
             self._fetcher.remove(key)
         if self._started:
@@ -165,11 +184,20 @@ class BatchCopier:
             ):
                 self._turn(deadline - time.monotonic(), fetch=False)
         for key in keys:
-            self._session.drop(self._targets.pop(key))
-            self._stopping.pop(key, None)
-            self._fallbacks.pop(key, None)
-            self._copied.pop(key, None)
+            self._forget(key)
             self._book.close(*key)
+        # Also those it holds no more (exactly-once: a transaction may still be open).
+        self.guarantee.revoke(asked)
+
+    def _forget(self, key: SourcePartition) -> None:
+        """Fetch nothing more of this partition, forget what is staged or in flight of it."""
+        self._fetcher.remove(key)
+        target = self._targets.pop(key, None)
+        if target is not None:
+            self._session.drop(target)
+        self._stopping.pop(key, None)
+        self._fallbacks.pop(key, None)
+        self._copied.pop(key, None)
 
     def high_watermark(self, key: SourcePartition) -> int | None:
         """The source partition's end offset as the last fetch saw it (lag metrics)."""
@@ -193,10 +221,12 @@ class BatchCopier:
         of records the target acknowledged in this step (all reported into the book)."""
         try:
             self._start()
-            return self._turn(timeout_s, fetch=True)
+            count = self._turn(timeout_s, fetch=True)
         except kerrors.KafkaError as exc:
             # kafka-python's own failures (they are not retried here): name them, stop.
             raise MirrorError(f"batch path: unexpected client error: {exc}") from exc
+        self.guarantee.drop_fenced()
+        return count
 
     def flush(self, timeout_s: float) -> bool:
         """True once everything handed to the target is acknowledged (fetches nothing new)."""
@@ -205,6 +235,7 @@ class BatchCopier:
         deadline = time.monotonic() + timeout_s
         while self._session.unacknowledged and time.monotonic() < deadline:
             self._turn(min(0.1, deadline - time.monotonic()), fetch=False)
+        self.guarantee.drop_fenced()
         return not self._session.unacknowledged
 
     @property
@@ -222,15 +253,26 @@ class BatchCopier:
         self._stopping.clear()
 
     def close(self) -> None:
-        self._source.close()
-        self._target.close()
-        self._net.close()
+        try:
+            if self._started:
+                self.guarantee.close()  # aborts what is still open
+        finally:
+            self._source.close()
+            self._target.close()
+            self._net.close()
 
     def _start(self) -> None:
         if not self._started:
             self._source.bootstrap(CONNECT_TIMEOUT_S)
             self._target.bootstrap(CONNECT_TIMEOUT_S)
             self._started = True
+
+    def _pump(self, timeout_s: float) -> None:
+        self._start()
+        self._turn(timeout_s, fetch=False)
+
+    def _poll(self, timeout_s: float) -> None:
+        self._net.poll(timeout_ms=max(timeout_s, 0.0) * 1000)
 
     def _turn(self, timeout_s: float, *, fetch: bool) -> int:
         if fetch:

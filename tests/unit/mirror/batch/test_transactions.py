@@ -13,9 +13,9 @@ from kafka.future import Future
 from kafka.record.default_records import DefaultRecordBatch
 
 from kmirror.errors import SendError
-from kmirror.mirror.batch.exactly_once import Sessions
 from kmirror.mirror.batch.merger import Merger, Staged
 from kmirror.mirror.batch.records import rewrite, split
+from kmirror.mirror.batch.sessions import Sessions
 from kmirror.mirror.batch.transactions import (
     Coordinators,
     TxnSession,
@@ -200,9 +200,10 @@ class _Away:
 
 def _waiting(code: int, delivery_timeout_s: float) -> tuple[Sessions, TxnSession, _Away]:
     away = _Away(code)
-    copier = SimpleNamespace(_target=_NoLink(), merger=Merger(Limits()), coordinators=away)
     sessions = Sessions(
-        copier,  # type: ignore[arg-type]
+        _NoLink(),  # type: ignore[arg-type]
+        Merger(Limits()),
+        away,  # type: ignore[arg-type]
         max_in_flight=5,
         request_timeout_ms=1000,
         delivery_timeout_s=delivery_timeout_s,

@@ -1,7 +1,7 @@
-"""Exactly-once on the record path: the record copier, with one transactional producer per
-source partition.
+"""Exactly-once on the record path: the guarantee's record part under --exactly-once
+(`RecordExactlyOnce`; at-least-once is record_guarantee.py).
 
-Each source partition the stream owns has its own producer, `transactional.id =
+One transactional producer per source partition, `transactional.id =
 kmirror-<group.id>-<topic>-<partition>` (kmirror.config.exactly_once). Its records go into a
 transaction that is committed at the stream's commit points together with the partition's
 progress record (the source position and the source->target runs, kmirror.progress.codec) on
@@ -12,20 +12,19 @@ read_committed), never from the source group, whose commits are for monitoring o
 Fencing: `open()` runs init_transactions for each new partition before its progress record is
 read. The coordinator bumps the producer epoch and aborts the previous owner's open
 transaction; that owner (a zombie: SIGSTOP, long GC, network partition) then fails every send
-and commit with a fencing error. A fenced partition is dropped here (paused, book closed,
-nothing committed) until the group hands it out again; it is never retried as if nothing
-happened.
+and commit with a fencing error. The partition is marked in the stream's `Fenced`
+(batch/fencing.py) and dropped there, never retried as if nothing happened.
 
-The shape is the record copier's: a failed send still goes to the latch, and the stream's
-rewind (abort.on.send.failure=false) lands in `rewind`, which aborts every open transaction
-before seeking, so the re-sent records replace the aborted ones instead of doubling them.
+A failed send still goes to the latch; before the stream's rewind (abort.on.send.failure=false)
+`abort` aborts every open transaction, so the re-sent records replace the aborted ones instead
+of doubling them.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -33,10 +32,10 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer, Topic
 
 from kmirror.errors import KmirrorError, MirrorError
 from kmirror.kafka import clients
-from kmirror.kafka.message import position
-from kmirror.kafka.transactions import FENCED_LOG, INIT_TIMEOUT_S, refused
-from kmirror.mirror.contract import CopierContext
-from kmirror.mirror.record_copier import RecordCopier
+from kmirror.kafka.transactions import INIT_TIMEOUT_S, refused
+from kmirror.mirror.batch.fencing import Fenced
+from kmirror.mirror.contract import CopierContext, Forget, OnDelivery
+from kmirror.mirror.latch import FailureLatch
 from kmirror.partitions import SourcePartition
 from kmirror.progress.book import ProgressBook
 from kmirror.progress.codec import encode_record
@@ -73,18 +72,36 @@ class _Txn:
         self.fenced = False  # set by its callbacks; the copier drops the partition
 
 
-class TransactionalCopier(RecordCopier):
-    """RecordCopier whose sends go through per-partition transactions (see the module doc)."""
+class RecordExactlyOnce:
+    """A transactional producer per source partition (see the module doc)."""
 
-    def __init__(self, ctx: CopierContext) -> None:
-        super().__init__(ctx)
-        self._error_cb: Callable[[KafkaError], None] = ctx.error_cb
+    _base: Producer  # the copier's: start-up check and metadata; no record goes through it
+    _latch: FailureLatch
+
+    def __init__(self, fenced: Fenced) -> None:
+        self._fenced = fenced
         self._txns: dict[SourcePartition, _Txn] = {}
         self._threads: ThreadPoolExecutor | None = None
-        # The base class's producer stays for metadata (connect, partition waits); copies go
-        # through the partitions' transactional producers, swapped in by _copy.
-        self._base = self.producer
-        self.progress_topic = self._config.progress_topic
+        self._ctx: CopierContext | None = None
+        self._on_delivery: OnDelivery = lambda err, msg: None
+
+    def attach(self, ctx: CopierContext, on_delivery: OnDelivery, forget: Forget) -> Producer:
+        self._ctx = ctx
+        self._latch = ctx.latch
+        self._on_delivery = on_delivery
+        self.progress_topic = ctx.config.progress_topic
+        self._base = clients.producer(
+            ctx.config, {"on_delivery": on_delivery, "error_cb": ctx.error_cb}
+        )
+        self._fenced.listen(lambda key: forget([key]))
+        self._fenced.listen(self._release)
+        self._fenced.listen(self._pause)
+        return self._base
+
+    def _context(self) -> CopierContext:
+        if self._ctx is None:
+            raise MirrorError("exactly-once: the record path's transactions are not attached")
+        return self._ctx
 
     # -- ownership -----------------------------------------------------------------------------
 
@@ -104,6 +121,9 @@ class TransactionalCopier(RecordCopier):
                 raise exc
             self._txns[t.key] = t
 
+    def owns(self, key: SourcePartition) -> bool:
+        return key in self._txns
+
     def _pool(self) -> ThreadPoolExecutor:
         """Threads for the per-partition round trips (librdkafka calls release the GIL)."""
         if self._threads is None:
@@ -113,7 +133,7 @@ class TransactionalCopier(RecordCopier):
     def _start(self, key: SourcePartition) -> _Txn:
         t = _Txn(key)
         t.producer = clients.transactional_producer(
-            self._config,
+            self._context().config,
             key,
             {
                 "on_delivery": lambda err, msg: self._delivered(t, err, msg),
@@ -123,11 +143,9 @@ class TransactionalCopier(RecordCopier):
         return t
 
     def _refused(self, key: SourcePartition, err: KafkaError) -> KmirrorError:
-        return refused(self._config, key, err.code(), err.str())
+        return refused(self._context().config, key, err.code(), err.str())
 
-    def revoke(self, keys: Iterable[SourcePartition]) -> None:
-        keys = list(keys)
-        super().revoke(keys)
+    def release(self, keys: list[SourcePartition]) -> None:
         for key in keys:
             t = self._txns.pop(key, None)
             if t is not None:
@@ -156,42 +174,24 @@ class TransactionalCopier(RecordCopier):
 
     # -- copying -------------------------------------------------------------------------------
 
-    def step(self) -> None:
-        super().step()
+    def producer_for(self, key: SourcePartition) -> Producer | None:
+        t = self._txns.get(key)
+        if t is None or t.fenced:
+            return None  # fenced or revoked meanwhile: not ours to copy
+        if not t.open:
+            try:
+                t.producer.begin_transaction()
+            except KafkaException as exc:
+                if self.fencing(key, exc.args[0]):
+                    return None
+                raise
+            t.open = True
+        return t.producer
+
+    def poll(self) -> None:
+        self._base.poll(0)
         for t in list(self._txns.values()):
             t.producer.poll(0)
-        self._drop_fenced()
-
-    def _copy(self, msgs: list[Message]) -> None:
-        groups: dict[SourcePartition, list[Message]] = {}
-        errors: list[Message] = []
-        for m in msgs:
-            if m.error() is not None:
-                errors.append(m)
-            else:
-                topic, partition, _ = position(m)
-                groups.setdefault((topic, partition), []).append(m)
-        if errors:
-            super()._copy(errors)  # consume errors: recorded, nothing produced
-        rewinds = self._rewinds
-        for key, group in groups.items():
-            t = self._txns.get(key)
-            if t is None or t.fenced:
-                continue  # fenced or revoked meanwhile: not ours to copy
-            try:
-                if not t.open:
-                    t.producer.begin_transaction()
-                    t.open = True
-                self.producer = t.producer
-                super()._copy(group)
-            except KafkaException as exc:
-                if not self._fencing(t, exc.args[0]):
-                    raise
-            finally:
-                self.producer = self._base
-            if self._rewinds != rewinds:
-                break  # a rewind (failed sends): the rest comes again from the last commit
-        self._drop_fenced()
 
     def flush(self, timeout: float) -> int:
         remaining = 0
@@ -199,13 +199,11 @@ class TransactionalCopier(RecordCopier):
         for t in list(self._txns.values()):
             if not t.fenced:
                 remaining += int(t.producer.flush(max(deadline - time.monotonic(), 0.0)))
-        self._drop_fenced()
-        if not remaining and not self._latch.failures:
-            self._settle()
+        self.drop_fenced()
         return remaining
 
-    def rewind(self, positions: Mapping[SourcePartition, int]) -> None:
-        """Abort every open transaction, then copy again from the last commit."""
+    def abort(self) -> None:
+        """Abort every open transaction (a rewind copies again from the last commit)."""
         for t in list(self._txns.values()):
             if not t.open:
                 continue
@@ -213,14 +211,13 @@ class TransactionalCopier(RecordCopier):
                 t.producer.abort_transaction(INIT_TIMEOUT_S)
                 t.open = False
             except KafkaException as exc:
-                if not self._fencing(t, exc.args[0]):
+                if not self.fencing(t.key, exc.args[0]):
                     raise MirrorError(
                         f"exactly-once: could not abort the transaction of {t.key[0]}"
                         f"[{t.key[1]}] after failed sends: {exc.args[0].str()}. Nothing of it "
                         "is visible; a restart resumes from the last commit"
                     ) from exc
-        self._drop_fenced()
-        super().rewind({k: o for k, o in positions.items() if k in self._txns})
+        self.drop_fenced()
 
     # -- committing ----------------------------------------------------------------------------
 
@@ -252,7 +249,7 @@ class TransactionalCopier(RecordCopier):
             if not isinstance(exc, KafkaException):
                 raise exc
             err: KafkaError = exc.args[0]
-            if self._fencing(t, err):
+            if self.fencing(t.key, err):
                 continue
             if err.txn_requires_abort():
                 # The transaction failed as a whole (a send was refused): the latch has or
@@ -264,7 +261,7 @@ class TransactionalCopier(RecordCopier):
                 f"{err.str()}. Its records stay invisible; a restart resumes from the last "
                 "committed progress record"
             ) from exc
-        self._drop_fenced()
+        self.drop_fenced()
         return done
 
     def _commit_one(self, t: _Txn, record: tuple[bytes, bytes], deadline: float) -> None:
@@ -295,29 +292,33 @@ class TransactionalCopier(RecordCopier):
 
     # -- fencing -------------------------------------------------------------------------------
 
-    def _fencing(self, t: _Txn, err: KafkaError) -> bool:
-        """True (and the partition marked) when err says another owner fenced us."""
+    def fencing(self, key: SourcePartition, err: KafkaError) -> bool:
         if err.code() in FENCED:
-            t.fenced = True
+            t = self._txns.get(key)
+            if t is not None:
+                t.fenced = True
             return True
         return False
 
-    def _drop_fenced(self) -> None:
-        """Drop fenced partitions: nothing of theirs is committed, their book is closed (so no
-        later settle moves it), their fetching paused until the group hands them out again."""
-        for key, t in list(self._txns.items()):
-            if not t.fenced:
-                continue
-            del self._txns[key]
-            log.error(FENCED_LOG, key[0], key[1])
-            super().revoke([key])
-            self._book.close(*key)
-            try:
-                self._consumer.pause([TopicPartition(key[0], key[1])])
-            except KafkaException as exc:
-                log.debug("pause fenced %s[%d]: %s", key[0], key[1], exc.args[0])
+    def drop_fenced(self) -> None:
+        """Fenced partitions go (batch/fencing.py: once, for both paths)."""
+        for key, t in self._txns.items():
+            if t.fenced:
+                self._fenced.mark(key)
+        self._fenced.drop()
+
+    def _release(self, key: SourcePartition) -> None:
+        t = self._txns.pop(key, None)
+        if t is not None:
             t.open = False
             t.producer.purge()
+
+    def _pause(self, key: SourcePartition) -> None:
+        """Fetch nothing more of it until the group hands it out again."""
+        try:
+            self._context().consumer.pause([TopicPartition(key[0], key[1])])
+        except KafkaException as exc:
+            log.debug("pause fenced %s[%d]: %s", key[0], key[1], exc.args[0])
 
     # -- the partition producers' callbacks: never raise ---------------------------------------
 
@@ -337,4 +338,4 @@ class TransactionalCopier(RecordCopier):
         if err.code() in FENCED:
             t.fenced = True
             return
-        self._error_cb(err)
+        self._context().error_cb(err)

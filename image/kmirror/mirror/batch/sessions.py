@@ -1,0 +1,127 @@
+"""The batch copier's producer session under --exactly-once, split by source partition: each
+target partition goes to the TxnSession (transactions.py) of the source partition it is copied
+from, and AddPartitionsToTxn goes out for every session that needs it, all at once, before
+their batches. Built by the batch path's exactly-once guarantee (guarantee.py)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from kmirror.errors import MirrorError, SendError
+from kmirror.kafka.wire import Link
+from kmirror.mirror.batch.merger import Merger, Pending, Staged
+from kmirror.mirror.batch.producer import ProducerSession
+from kmirror.mirror.batch.transactions import (
+    FENCING,
+    NO_ANSWER,
+    RETRIABLE,
+    Coordinators,
+    TxnSession,
+    add_error,
+    error_name,
+)
+from kmirror.partitions import SourcePartition, TargetPartition
+
+log = logging.getLogger(__name__)
+
+
+class Sessions(ProducerSession):
+    """The batch copier's producer session, split by source partition: each target partition
+    goes to the TxnSession of the source partition it is copied from."""
+
+    def __init__(self, link: Link, merger: Merger, coordinators: Coordinators, **args: Any) -> None:
+        super().__init__(link, merger, **args)
+        self._coordinators = coordinators
+        self.by_source: dict[SourcePartition, TxnSession] = {}
+        self.sources: dict[TargetPartition, SourcePartition] = {}
+
+    def _of(self, target: TargetPartition) -> TxnSession | None:
+        source = self.sources.get(target)
+        return None if source is None else self.by_source.get(source)
+
+    def enqueue(self, target: TargetPartition, staged: Staged) -> None:
+        session = self._of(target)
+        if session is None:
+            raise MirrorError(f"exactly-once: no transaction for target {target[0]}[{target[1]}]")
+        session.enqueue(target, staged)
+
+    def last(self, target: TargetPartition) -> Staged | Pending | None:
+        session = self._of(target)
+        return None if session is None else session.last(target)
+
+    def queued(self, target: TargetPartition) -> int:
+        session = self._of(target)
+        return 0 if session is None else session.queued(target)
+
+    def staged_bytes(self, target: TargetPartition) -> int:
+        session = self._of(target)
+        return 0 if session is None else session.staged_bytes(target)
+
+    def drop(self, target: TargetPartition) -> None:
+        session = self._of(target)
+        if session is not None:
+            session.drop(target)
+
+    @property
+    def unacknowledged(self) -> int:
+        return sum(s.unacknowledged for s in self.by_source.values() if not s.fenced)
+
+    def send(self) -> None:
+        self._add()
+        for session in self.by_source.values():
+            session.send()
+
+    def take(self) -> list[Pending]:
+        return [
+            p
+            for s in self.by_source.values()
+            for p in s.take()
+            if not p.progress  # the progress record: not a source batch
+        ]
+
+    def check(self) -> None:
+        for session in self.by_source.values():
+            session.check()
+
+    def _add(self) -> None:
+        """AddPartitionsToTxn for every partition whose next batch needs it, all at once."""
+        wanted = {
+            s.tid: (s, keys)
+            for s in self.by_source.values()
+            if s.producer_id >= 0 and not s.fenced and (keys := s.to_add())
+        }
+        if not wanted:
+            return
+        deadline = time.monotonic() + self._request_timeout_ms / 1000
+        results = self._coordinators.calls(
+            {tid: s.add_request(keys) for tid, (s, keys) in wanted.items()}, add_error, deadline
+        )
+        for tid, (session, keys) in wanted.items():
+            code, _ = results[tid]
+            if code == 0:
+                session.added.update(keys)
+            elif code in FENCING:
+                session.fenced = True
+            elif (code == NO_ANSWER or code in RETRIABLE) and (
+                session.waited_s(keys) <= self._delivery_timeout_s
+            ):
+                # The coordinator is away for longer than a request (its broker restarting,
+                # the coordinator moving): the batches wait and the next send asks again,
+                # within the delivery timeout of a batch, so a target that stays away ends
+                # the mirror after message.timeout.ms as a record-path send would, not after
+                # one request timeout.
+                log.warning(
+                    "exactly-once: the target has not added %s to the transaction of %s yet "
+                    "(%s); asking again",
+                    keys,
+                    tid,
+                    error_name(code),
+                )
+            else:
+                raise SendError(
+                    f"exactly-once: the target did not add {keys} to the transaction of "
+                    f"{tid} ({error_name(code)}). Nothing of it is visible; a restart resumes "
+                    "from the last commit"
+                )
