@@ -39,7 +39,7 @@ from scripts import kafkalocal
 from scripts.bench import kafkaio, latency, procs, report
 from scripts.bench.plan import Phases, Plan, Shape, Workload
 from scripts.bench.progress import Progress
-from scripts.bench.run import RESULTS_DIR, Bench, host_info, versions
+from scripts.bench.run import RESULTS_DIR, Bench, disk_problem, host_info, versions
 from scripts.bench.wansettings import (
     JITTER_FRACTION,
     SOURCE_BROKER,
@@ -58,6 +58,7 @@ MAX_COPY_S = 10.0
 LATENCY_RATE = 2000
 LATENCY_SECONDS = 10.0
 PARTITIONS = 8
+SENTINEL_TIMEOUT_S = 240.0
 
 
 class WanBench(Bench):
@@ -128,6 +129,7 @@ class WanBench(Bench):
             sustained_steps=0,
             latency_partitions=PARTITIONS,
             latency_size=size,
+            sentinel_timeout_s=SENTINEL_TIMEOUT_S,
         )
         c = next(c for c in self.plan.contenders if c.name == c_name)
         try:
@@ -322,6 +324,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         raise SystemExit(128 + signum)
 
+    problem = disk_problem(make_plan(args), kafkalocal.clusters_root())
+    if problem:
+        print(f"bench-wan: {problem}", file=sys.stderr)
+        return 2
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
     result = run(args)
