@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 .PHONY: registry test-security k8s-binaries k8s-up k8s-down test-k8s help setup venv native jars go-tools system-deps lint typecheck test test-unit test-integration \
         test-chart test-spark test-image test-faults test-faults-short demo clusters-up clusters-down clusters-status \
-        image image-inputs push bench bench-validate bench-smoke bench-dr bench-throttle chart-docs chart-docs-tool chart-rules env-docs module-graph clean
+        image image-inputs push bench bench-validate bench-smoke bench-dr bench-throttle bench-wan chart-docs chart-docs-tool chart-rules env-docs module-graph clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}'
@@ -145,6 +145,9 @@ bench-dr: setup ## Failover and failback, kmirror vs MM2, on two clusters of its
 bench-throttle: setup ## Throttle figure: a 10 MiB/s backlog limit over a minute and live p99 beside it, on two clusters of its own (ENGINES=auto,record,batch; 1.5 min per engine after 1.5 min of cluster start and preload; about 3.5 GB free disk)
 	@mkdir -p bench/results
 	$(PY) -m scripts.bench.throttle --engines $(or $(ENGINES),auto) --json-out bench/results/throttle.json
+
+bench-wan: setup ## WAN: kmirror vs MM2 consuming the source across 0/25/50/100 ms of RTT (Toxiproxy), 100 B and 1 KB; bench/results/wan.json (about 25 min)
+	$(PY) -m scripts.bench.wan --json-out bench/results/wan.json
 
 bench-smoke: setup ## Small backlogs through every contender, ceiling and phase, checked by pytest (about 2 min)
 	$(PYTEST) -m bench $(PYTEST_ARGS)

@@ -64,8 +64,9 @@ class Launch:
 class Contender:
     """kind 'kmirror': parallelism = --num.streams; kind 'mm2': parallelism = tasks.max.
 
-    consumer/producer: extra client properties, env: extra environment, args: extra `kmirror
-    run` arguments (experiments only; the benchmark's contenders use none).
+    consumer/producer: extra client properties (MM2: of its source consumer and target
+    producer), env: extra environment, args: extra `kmirror run` arguments (experiments only;
+    the benchmark's contenders use none).
     """
 
     name: str
@@ -188,6 +189,8 @@ class Contender:
         # and a fresh Connect group (<alias>-mm2), so nothing is resumed from an earlier run.
         a, b = f"src{run_id}", "tgt"
         props = mm2_properties(a, b, source, target, topics, self.parallelism)
+        props.update({f"{a}.consumer.{k}": v for k, v in self.consumer.items()})
+        props.update({f"{b}.producer.{k}": v for k, v in self.producer.items()})
         props.update(self.mm2_props)
         path = run_dir / "mm2.properties"
         write_properties(path, props)

@@ -18,7 +18,6 @@ from scripts.bench.contenders import Contender
 from scripts.bench.plan import Phases
 from scripts.bench.sustained import Sustained
 
-SENTINEL_TIMEOUT_S = 60.0
 POLL_S = 0.1
 
 
@@ -68,7 +67,7 @@ def run(
     res["verified"] False and res["error"]."""
     parts = {t: phases.latency_partitions for t in [topics.latency] if t}
     parts |= {t: phases.sustained_partitions for t in [topics.sustained] if t}
-    if not _sentinels_arrived(target, parts, tree):
+    if not _sentinels_arrived(target, parts, tree, phases.sentinel_timeout_s):
         res["verified"] = False
         res["error"] = "phase sentinels never reached the target"
         return
@@ -116,8 +115,10 @@ def run(
             res["error"] = f"sustained phase: {(broken or [search['stopped']])[0]}"
 
 
-def _sentinels_arrived(target: str, topics: dict[str, int], tree: procs.Tree) -> bool:
-    deadline = time.monotonic() + SENTINEL_TIMEOUT_S
+def _sentinels_arrived(
+    target: str, topics: dict[str, int], tree: procs.Tree, timeout_s: float
+) -> bool:
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and tree.running():
         if all(sum(kafkaio.end_offsets(target, t, n)) >= n for t, n in topics.items()):
             return True

@@ -144,6 +144,9 @@ class Phases:
     sustained_shape: Shape = MIXED
     sustained_partitions: int = 16
     host: str | None = None
+    # How long the contender may take from its start to the phases' sentinels on the target
+    # (MM2 across 100 ms of round trip on a busy machine needs more than a minute).
+    sentinel_timeout_s: float = 60.0
 
     def runs(self, name: str) -> bool:
         return not self.contenders or name in self.contenders

@@ -54,6 +54,10 @@ class Bench:
         self.log_dir = out_dir / f"{plan.mode}-{self.stamp}-logs"
         self.src = f"127.0.0.1:{plan.source[1]}"
         self.tgt = f"127.0.0.1:{plan.target[1]}"
+        # Where the contenders reach the source; the harness (loaders, offsets, the latency
+        # phase's producer) always uses self.src. They differ when the mirror's link to the
+        # source goes through a proxy (scripts/bench/wan.py).
+        self.mirror_src = self.src
         self.runs: list[dict[str, Any]] = []
         self.ceilings: list[dict[str, Any]] = []
         self.preloads: list[dict[str, Any]] = []
@@ -143,7 +147,7 @@ class Bench:
             topics += ptopics.names()
         run_dir = self.log_dir / f"{run_id}-{res['workload']}-{c.name}-rep{rep}"
         urls = self.registries.urls if self.registries is not None else None
-        launch = c.prepare(run_dir, run_id, self.src, self.tgt, topics, urls)
+        launch = c.prepare(run_dir, run_id, self.mirror_src, self.tgt, topics, urls)
         res["command"] = launch.cmd
         res["config_files"] = {k: str(v) for k, v in launch.files.items()}
         tree = procs.Tree(launch.cmd, run_dir / f"{c.kind}.log", env=launch.env, cwd=REPO_ROOT)
