@@ -283,6 +283,12 @@ class RecordCopier:
                     if delivery.fencing(source, exc.args[0]):
                         producer = None  # dropped at the end of the step
                         break
+                    if code == KafkaError._STATE and latch.recorded:
+                        # Exactly-once: the transaction failed as a whole (its sends timed out
+                        # or were refused, which the latch holds), so its producer takes
+                        # nothing until the stream's rewind aborts it.
+                        halted = True
+                        break
                     if code != KafkaError._UNKNOWN_PARTITION:
                         raise
                     self._await_partition(producer, dst, partition)

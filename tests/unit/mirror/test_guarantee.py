@@ -597,3 +597,33 @@ def test_a_full_queue_with_a_failed_send_stops_the_batch_and_leaves_the_decision
     # in flight for the book, and the copier did not rewind or raise itself.
     assert queue.calls == [("produce", "t")]
     assert latch.recorded and book["t", 0].acked == 0
+
+
+class FailedTransaction(FakeProducer):
+    """A transactional producer whose transaction failed (its sends timed out while the target
+    was below min.insync.replicas): librdkafka refuses every produce with _STATE until the
+    transaction is aborted."""
+
+    def produce(self, topic: str, value: Any = None, key: Any = None, **kw: Any) -> None:
+        self.calls.append(("produce", topic))
+        raise KafkaException(KafkaError(KafkaError._STATE))
+
+
+def test_a_failed_transaction_stops_the_batch_and_leaves_the_rewind_to_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by the full tier's target-below-min-ISR scenario (record path, exactly-once,
+    abort.on.send.failure=false): the next step's produce raised _STATE and crashed the
+    stream before the loop could rewind."""
+    from kmirror.mirror.record_copier import RecordCopier
+
+    book = ProgressBook()
+    book.open(*KEY, 0)
+    latch = FailureLatch(abort_on_send_failure=False)
+    latch.send_failed("t", 0, KafkaError(KafkaError._MSG_TIMED_OUT))
+    failed = FailedTransaction()
+    monkeypatch.setattr(clients, "producer", lambda config, overrides=None: failed)
+    copier = RecordCopier(context(book, latch), AtLeastOnce(latch))
+    copier._copy([Record(0), Record(1), Record(2)])  # type: ignore[list-item]
+    assert failed.calls == [("produce", "t")]
+    assert latch.recorded and book["t", 0].acked == 0
