@@ -101,6 +101,20 @@ def _step(name: str) -> Callable[[str], None]:
     return _log
 
 
+def _apply(kube: Kube, manifest: str) -> None:
+    """kubectl apply of one JSON manifest, as a user pipes it in."""
+    proc = subprocess.run(
+        [kube.kubectl_bin, "apply", "-f", "-"],
+        input=manifest,
+        capture_output=True,
+        text=True,
+        env=kube.env,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
 def _mm2_properties(src: str, tgt: str, group: str, topics: str) -> str:
     """A user's mm2.properties: one flow, the target's names the source's (identity), no
     disaster-recovery topics (this step is about the reload, not DR)."""
@@ -148,16 +162,7 @@ def _mm2_reload(
             "metadata": {"name": configmap, "namespace": NAMESPACE},
             "data": {"mm2.properties": _mm2_properties(src, tgt, f"{run}-mm2-group", topics)},
         }
-        proc = subprocess.run(
-            [kube.kubectl_bin, "apply", "-f", "-"],
-            input=json.dumps(manifest),
-            capture_output=True,
-            text=True,
-            env=kube.env,
-            timeout=60,
-            check=False,
-        )
-        assert proc.returncode == 0, proc.stderr
+        _apply(kube, json.dumps(manifest))
 
     apply_configmap(topic_c)
     values = {key: base_values[key] for key in ("global", "imagePullSecrets", "image", "resources")}
@@ -265,16 +270,7 @@ def test_helm_lifecycle(
                 },
             }
         )
-        proc = subprocess.run(
-            [kube.kubectl_bin, "apply", "-f", "-"],
-            input=ns_manifest,
-            capture_output=True,
-            text=True,
-            env=kube.env,
-            timeout=60,
-            check=False,
-        )
-        assert proc.returncode == 0, proc.stderr
+        _apply(kube, ns_manifest)
         # The default ServiceAccount appears asynchronously.
         wait_until(
             lambda: (
