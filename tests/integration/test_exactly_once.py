@@ -42,8 +42,11 @@ def eos_args(
 
 
 @contextmanager
-def load(clusters: Clusters, topic: str, n: int, partitions: int) -> Iterator[None]:
-    """Produce n records to the source in chunks while the block runs (copying mid-stream)."""
+def load(
+    clusters: Clusters, topic: str, n: int, partitions: int, pace: float = 0.05
+) -> Iterator[None]:
+    """Produce n records to the source in chunks of 250, `pace` seconds apart, while the block
+    runs (copying mid-stream)."""
     recs = sample_records(n, partitions)
     failed: list[BaseException] = []
 
@@ -51,7 +54,7 @@ def load(clusters: Clusters, topic: str, n: int, partitions: int) -> Iterator[No
         try:
             for i in range(0, n, 250):
                 produce(clusters.source_bootstrap, topic, recs[i : i + 250])
-                time.sleep(0.05)  # pacing, so the mirror is stopped mid-copy
+                time.sleep(pace)  # so the mirror is stopped mid-copy
         except BaseException as exc:
             failed.append(exc)
 
@@ -176,4 +179,55 @@ def test_zombie_stream_commits_nothing_after_its_partitions_moved(
         wait_until(lambda: committed_all(clusters, group, topic), 90, 0.3)
         assert b.stop() == 0, b.log
         a.stop()
+    assert_exactly_once(clusters, topic)
+
+
+@ENGINES
+def test_a_transaction_the_target_timed_out_is_taken_back_not_dropped(
+    tmp_path: Path, clusters: Clusters, make_topic, unique_name, engine: str
+) -> None:
+    """The mirror stalls (SIGSTOP: a long GC, a frozen VM, a target that stops answering) longer
+    than transaction.timeout.ms but shorter than its group session: the coordinator aborts the
+    open transactions and bumps their epochs, which answers the mirror like a new owner's
+    fencing. The group still gives this mirror every partition, so it takes them back and
+    copies on from the committed progress: every record once (before: the partitions were
+    dropped and never copied again until a rebalance)."""
+    topic = make_topic(clusters.source_bootstrap, partitions=3)
+    group = unique_name("g")
+    # The default session (45 s) outlives the stall; the coordinator looks for timed-out
+    # transactions every 10 s (transaction.abort.timed.out.transaction.cleanup.interval.ms).
+    # librdkafka wants message.timeout.ms within the transaction's: the sends pending at the
+    # stall time out too, and the mirror rides that out (as a DR mirror riding out outages is
+    # configured: tests/faults/scenario3.py).
+    # A commit every 4 s keeps a transaction open most of the time (a stall between a commit
+    # and the next record would time nothing out).
+    producer = {"transaction.timeout.ms": 5000, "message.timeout.ms": 5000}
+    args = mirror_args(
+        tmp_path, clusters, group, topic, None, producer, "--exactly-once", "--engine", engine,
+        "--abort.on.send.failure", "false", commit_interval_ms=4000,
+    )  # fmt: skip
+    with MirrorProcess(args, tmp_path / "m.log") as m:
+        m.wait_ready(90)
+        # Records flow throughout (about a minute), so the mirror is busy copying when it
+        # stalls: a transaction is open then (an idle one has committed all; stalled again).
+        with load(clusters, topic, 24_000, 3, pace=0.02):
+            wait_until(lambda: target_end(clusters, topic) >= 5000, 90, 0.05)
+            for _ in range(3):
+                stalled = [psutil.Process(m.proc.pid), *streams_of(m)]  # type: ignore[union-attr]
+                for p in stalled:
+                    p.suspend()
+                try:
+                    time.sleep(18)  # timeout + the coordinator's 10 s round + margin
+                finally:
+                    for p in stalled:
+                        p.resume()
+                try:
+                    wait_until(lambda: "was fenced" in m.log, 15, 0.3)
+                    break
+                except TimeoutError:
+                    continue
+        assert "was fenced" in m.log, "no stall timed a transaction out: nothing was tested"
+        wait_until(lambda: committed_all(clusters, group, topic), 180, 0.3, "all copied")
+        assert "taken back" in m.log, m.log
+        assert m.stop() == 0, m.log
     assert_exactly_once(clusters, topic)

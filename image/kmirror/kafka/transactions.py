@@ -15,11 +15,15 @@ from kmirror.config.model import MirrorConfig
 from kmirror.errors import ClusterError, ConfigError, KmirrorError
 from kmirror.partitions import SourcePartition
 
-# What both paths log when the coordinator says another producer took a partition's
-# transactional id over (a fencing error): the partition is dropped until it is assigned again.
+# What both paths log when the coordinator refuses a partition's producer epoch (a fencing
+# error): another stream initialised its transactional id, or the coordinator timed its
+# transaction out (the target did not answer for transaction.timeout.ms; the epoch is bumped
+# the same way, and librdkafka reports both as fenced). The partition is dropped; the stream
+# takes it back when the group still gives it to it (kmirror.mirror.subscription, take_back).
 FENCED_LOG = (
-    "exactly-once: %s[%d] was fenced (another stream owns it now); its open transaction is "
-    "aborted, nothing of it becomes visible. Dropping the partition"
+    "exactly-once: %s[%d] was fenced (another stream owns it now, or the target timed its "
+    "transaction out); its open transaction is aborted, nothing of it becomes visible. "
+    "Dropping the partition"
 )
 # How long a transactional producer's initialisation (InitProducerId, the coordinator
 # aborting a previous owner's transaction) or an abort may take.

@@ -118,6 +118,10 @@ class Guarantee(Protocol):
         path may copy it from there; False when it was fenced meanwhile (dropped)."""
         ...
 
+    def on_fenced(self, listener: Callable[[SourcePartition], None]) -> None:
+        """Exactly-once: `listener` hears of each partition dropped as fenced, after the
+        clean-up (the stream takes it back while the group still gives it to it)."""
+
 
 class Copier(Protocol):
     """What a stream's loop needs from an engine. Acknowledged copies are reported into the

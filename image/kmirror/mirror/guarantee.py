@@ -19,7 +19,9 @@ between the two:
   partition's transaction with its progress record inside it, and commits the source group
   only to show the position (monitoring).
 - fencing and the clean-up after it (exactly-once): both parts mark fenced partitions in one
-  `Fenced` (batch/fencing.py), which lets them go the same way whichever path saw it.
+  `Fenced` (batch/fencing.py), which lets them go the same way whichever path saw it; the
+  stream hears of each (`on_fenced`) and takes it back while the group still gives it to it
+  (a transaction the target timed out looks like a fencing).
 - `hand_over`: a partition the batch path cannot copy moves to the record path; exactly-once
   first commits its batch-path transaction, then the record path initialises the same
   transactional id.
@@ -29,10 +31,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from kmirror.mirror.batch.fencing import Fenced
 from kmirror.mirror.batch.guarantee import BatchAtLeastOnce, BatchExactlyOnce
+from kmirror.mirror.batch.producer import BatchSendError
 from kmirror.mirror.contract import CopierContext, SourceGroup
 from kmirror.mirror.latch import FailureLatch
 from kmirror.mirror.progress_store import ProgressStore
@@ -80,6 +83,9 @@ class AtLeastOnce:
         """Nothing to hand over: the record path's producer takes any partition."""
         return True
 
+    def on_fenced(self, listener: Callable[[SourcePartition], None]) -> None:
+        """Nothing is ever fenced without transactions."""
+
 
 class ExactlyOnce:
     transactional = True
@@ -87,7 +93,7 @@ class ExactlyOnce:
     def __init__(self, ctx: CopierContext) -> None:
         self._book = ctx.book
         self._latch = ctx.latch
-        fenced = Fenced(ctx.book)
+        self._fenced = fenced = Fenced(ctx.book)
         self.record = RecordExactlyOnce(fenced)
         self.batch = BatchExactlyOnce(ctx.config, fenced)
 
@@ -107,7 +113,16 @@ class ExactlyOnce:
         # Each part commits the partitions it holds a transaction for (and any other it has
         # open); a partition is held by one part at a time.
         deadline = time.monotonic() + timeout
-        done = self.batch.commit(book, todo, timeout)
+        try:
+            done = self.batch.commit(book, todo, timeout)
+        except BatchSendError as exc:
+            if exc.permanent:
+                raise
+            # A progress record's batch not acknowledged in time (the target away longer than
+            # message.timeout.ms), before any transaction ended: a failed send like any other,
+            # so the loop stops or rewinds (abort.on.send.failure), not the stream.
+            self._latch.send_failed(exc.target[0], exc.target[1], exc.kafka_error(), batch=True)
+            done = {}
         done.update(self.record.commit(book, todo, max(deadline - time.monotonic(), 1.0)))
         if done and not group.commit(done):
             log.info("source group commit (monitoring only) failed")
@@ -131,3 +146,6 @@ class ExactlyOnce:
             offset,
         )
         return True
+
+    def on_fenced(self, listener: Callable[[SourcePartition], None]) -> None:
+        self._fenced.listen(listener)

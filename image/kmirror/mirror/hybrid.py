@@ -35,7 +35,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 
 from kmirror.mirror.batch.copier import BatchCopier
 from kmirror.mirror.batch.gating import BatchGate
@@ -222,10 +222,7 @@ class HybridCopier:
         if exc.permanent:
             raise exc
         self._batch.abandon()
-        code = KafkaError._MSG_TIMED_OUT if exc.code is None else exc.code
-        self._ctx.latch.send_failed(
-            exc.target[0], exc.target[1], KafkaError(code, str(exc)), batch=True
-        )
+        self._ctx.latch.send_failed(exc.target[0], exc.target[1], exc.kafka_error(), batch=True)
 
     def _revoke_batch(self, keys: Iterable[SourcePartition]) -> None:
         keys = list(keys)

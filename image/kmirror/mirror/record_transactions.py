@@ -60,6 +60,15 @@ def _attempt(call: Callable[..., object], *args: Any) -> BaseException | None:
     return None
 
 
+def _purge(t: _Txn) -> None:
+    """Drop what a producer let go of still holds; a fenced (fatal) producer may refuse."""
+    try:
+        t.producer.purge()
+        t.producer.flush(0)
+    except KafkaException as exc:
+        log.debug("purge %s[%d]: %s", t.key[0], t.key[1], exc.args[0])
+
+
 class _Txn:
     """The transactional producer of one source partition."""
 
@@ -169,8 +178,7 @@ class RecordExactlyOnce:
         except KafkaException as exc:
             log.debug("abort %s[%d] on discard: %s", t.key[0], t.key[1], exc.args[0])
         t.open = False
-        t.producer.purge()
-        t.producer.flush(0)
+        _purge(t)
 
     # -- copying -------------------------------------------------------------------------------
 
@@ -197,8 +205,15 @@ class RecordExactlyOnce:
         remaining = 0
         deadline = time.monotonic() + timeout
         for t in list(self._txns.values()):
-            if not t.fenced:
+            if t.fenced:
+                continue
+            try:
                 remaining += int(t.producer.flush(max(deadline - time.monotonic(), 0.0)))
+            except KafkaException as exc:
+                # A fenced producer is fatal in librdkafka: its flush raises (what it held
+                # belongs to an aborted transaction). Anything else is not ours to hide.
+                if not self.fencing(t.key, exc.args[0]):
+                    raise
         self.drop_fenced()
         return remaining
 
@@ -311,7 +326,7 @@ class RecordExactlyOnce:
         t = self._txns.pop(key, None)
         if t is not None:
             t.open = False
-            t.producer.purge()
+            _purge(t)
 
     def _pause(self, key: SourcePartition) -> None:
         """Fetch nothing more of it until the group hands it out again."""

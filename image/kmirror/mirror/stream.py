@@ -56,6 +56,7 @@ log = logging.getLogger(__name__)
 MAX_RETRY_BACKOFF_S = 30.0
 RETRY_ONLINE_S = 5.0
 DRAIN_COMMIT_S = 1.0
+TAKE_BACK_RETRY_S = 5.0
 
 
 class Stream:
@@ -95,6 +96,9 @@ class Stream:
         # The loop was stopped while re-sending failed records (they are not all on the target).
         self._stopped_retrying = False
         self._uncommitted = False  # the last commit attempt failed
+        # Exactly-once: partitions dropped as fenced, to take back (see _take_back).
+        self._fenced: set[SourcePartition] = set()
+        self._next_take_back = 0.0
         self._flush_timeout = int(config.producer_conf().get("message.timeout.ms", "60000")) / 1e3
 
     # -- parts ---------------------------------------------------------------------------------
@@ -132,6 +136,7 @@ class Stream:
                     gate=self.gate,
                 )
             )
+            self._copier.guarantee.on_fenced(self._fenced.add)
         return self._consumer, self._subs, self._copier
 
     # -- the loop ------------------------------------------------------------------------------
@@ -151,6 +156,7 @@ class Stream:
                 self._tick()
                 copier.step()
                 self._check()
+                self._take_back()
                 if time.monotonic() - self._last_commit >= interval:
                     self._commit("interval")
                 elif self._drain_due():
@@ -158,6 +164,18 @@ class Stream:
             clean = True
         finally:
             self._shutdown(clean)
+
+    def _take_back(self) -> None:
+        """Exactly-once: partitions dropped as fenced go back to copying while the group still
+        gives them to this stream (Subscription.take_back); retried every TAKE_BACK_RETRY_S
+        until done or the group takes them away."""
+        if not self._fenced or time.monotonic() < self._next_take_back:
+            return
+        assert self._subs is not None
+        keys, self._fenced = self._fenced, set()
+        if not self._subs.take_back(keys):
+            self._fenced |= {k for k in keys if k in self._subs.assignment}
+            self._next_take_back = time.monotonic() + TAKE_BACK_RETRY_S
 
     def _drain_due(self) -> bool:
         """A drain (kmirror.control.gate) waits for this stream's partitions to be committed
@@ -397,6 +415,7 @@ class Stream:
         self._commit("revoke")
 
     def dropped(self, keys: list[SourcePartition]) -> None:
+        self._fenced.difference_update(keys)
         for topic, partition in keys:
             self._book.close(topic, partition)
             self._committer.restart.pop((topic, partition), None)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from kmirror.config.model import MirrorConfig
-from kmirror.errors import ClusterError, KmirrorError, MirrorError
+from kmirror.errors import ClusterError, ConfigError, KmirrorError, MirrorError
 from kmirror.metrics.worker import WorkerMetrics
 from kmirror.mirror.latch import FailureLatch
 from kmirror.mirror.topics import PartitionsOfflineError, TopicManager
@@ -315,6 +315,56 @@ class Subscription:
         self.waiting.difference_update(keys)
         self._listener.dropped(keys)
         self._count()
+
+    # -- partitions taken back (exactly-once) -------------------------------------------------
+
+    def take_back(self, keys: Iterable[SourcePartition]) -> bool:
+        """Exactly-once: partitions the guarantee dropped as fenced although the group still
+        gives them to this stream. The coordinator refuses a transaction it timed out (the
+        target did not answer for transaction.timeout.ms) with the answer a new owner's
+        fencing gets, and without this the partition stayed uncopied until the next rebalance.
+        Taken back as on an assignment: the listener hears it was dropped, then assigned (a
+        new producer epoch, the committed progress record), and the consumer moves to where it
+        starts. Only while this stream is still in the group's generation (`_still_member`): a
+        zombie's next poll loses them instead. True when done (or nothing is left to take
+        back); False to try again later."""
+        keys = sorted(k for k in keys if k in self.assignment)
+        if not keys:
+            return True
+        tps = [TopicPartition(t, p) for t, p in keys]
+        try:
+            self._still_member()
+            starts = self._start_offsets(tps)
+            self._listener.dropped(keys)
+            starts = dict(self._listener.assigned(starts))
+        except ConfigError as exc:
+            self._latch.stop(exc)  # the target refuses transactions now: stop, say why
+            return True
+        except (KmirrorError, KafkaException) as exc:
+            log.warning("not taking back %s yet stream=%d: %s", _fmt(tps), self._id, exc)
+            return False
+        for (topic, partition), start in starts.items():
+            self._consumer.seek(TopicPartition(topic, partition, start.offset))
+        self._consumer.resume(tps)
+        log.warning(
+            "exactly-once: taken back stream=%d partitions=%s (the group still gives them to "
+            "this stream); copying again from the committed progress",
+            self._id,
+            _fmt(tps),
+        )
+        return True
+
+    def _still_member(self) -> None:
+        """Raises KafkaException when this stream's group generation is over: a synchronous
+        commit of the offsets already committed (nothing moves) is refused then
+        (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS). A group with no
+        committed offset for these partitions yet cannot be asked: its next poll decides."""
+        assigned = [TopicPartition(t, p) for t, p in sorted(self.assignment)]
+        committed = self._consumer.committed(assigned, timeout=OFFSETS_TIMEOUT_S)
+        known = [TopicPartition(tp.topic, tp.partition, tp.offset) for tp in committed]
+        known = [tp for tp in known if tp.offset >= 0]
+        if known:
+            self._consumer.commit(offsets=known, asynchronous=False)
 
     def _count(self) -> None:
         self.state.assigned = len(self.assignment)

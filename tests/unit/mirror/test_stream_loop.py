@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from prometheus_client import CollectorRegistry
 
 from kmirror.config.model import ClusterConfig, MirrorConfig, TopicSelection
@@ -389,3 +389,78 @@ def test_leaderless_new_target_topics_do_not_stop_the_first_refresh() -> None:
     subs._next_refresh = 0
     subs.refresh()
     assert subscribed == [["t"]] and subs.started
+
+
+class Member(FakeConsumer):
+    """A consumer whose group generation is over once `evicted` (commits are refused then)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.evicted = False
+        self.commits: list[list[tuple[str, int, int]]] = []
+        self.seeks: list[tuple[str, int, int]] = []
+
+    def commit(self, offsets: list[TopicPartition], asynchronous: bool) -> None:
+        assert not asynchronous
+        if self.evicted:
+            raise KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID))
+        self.commits.append([(tp.topic, tp.partition, tp.offset) for tp in offsets])
+
+    def seek(self, tp: TopicPartition) -> None:
+        self.seeks.append((tp.topic, tp.partition, tp.offset))
+
+
+class Progress(Listener):
+    """Exactly-once's listener: a partition starts at its committed progress record (9)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[Key]]] = []
+
+    def assigned(self, starts: Mapping[Key, Start]) -> Mapping[Key, Start]:
+        self.calls.append(("assigned", sorted(starts)))
+        return {k: Start(9, committed=True) for k in starts}
+
+    def dropped(self, keys: list[Key]) -> None:
+        self.calls.append(("dropped", list(keys)))
+
+
+def taking_back() -> tuple[Subscription, Member, Progress]:
+    consumer, listener = Member(), Progress()
+    subs = Subscription(
+        config(),
+        consumer,  # type: ignore[arg-type]
+        Offline(times=0),  # type: ignore[arg-type]
+        WorkerMetrics(CollectorRegistry()),
+        FailureLatch(),
+        listener,
+        StreamState(),
+    )
+    subs.assignment = {("t", 0), ("t", 1)}
+    return subs, consumer, listener
+
+
+def test_a_fenced_partition_the_group_still_gives_is_taken_back_from_its_progress() -> None:
+    """A transaction the target timed out is refused like a fencing: the partition, dropped,
+    is opened again as on an assignment and the consumer moves to its committed progress."""
+    subs, consumer, listener = taking_back()
+    assert subs.take_back([("t", 1)])
+    # Membership asked first, with the offsets already committed (nothing moves).
+    assert consumer.commits == [[("t", 0, 5), ("t", 1, 5)]]
+    assert listener.calls == [("dropped", [("t", 1)]), ("assigned", [("t", 1)])]
+    assert consumer.seeks == [("t", 1, 9)] and consumer.resumed == [("t", 1)]
+    assert subs.assignment == {("t", 0), ("t", 1)}
+
+
+def test_a_zombie_takes_nothing_back_and_tries_again_later() -> None:
+    """Out of the group's generation (its commit refused): the partition may be another
+    stream's now; nothing is opened (that would fence the new owner)."""
+    subs, consumer, listener = taking_back()
+    consumer.evicted = True
+    assert not subs.take_back([("t", 1)])
+    assert listener.calls == [] and consumer.seeks == [] and consumer.resumed == []
+
+
+def test_a_partition_the_group_took_away_is_not_taken_back() -> None:
+    subs, consumer, listener = taking_back()
+    assert subs.take_back([("t", 7)])
+    assert consumer.commits == [] and listener.calls == []

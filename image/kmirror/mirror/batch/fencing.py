@@ -9,6 +9,13 @@ transaction, what its copier had staged or in flight, its fetching), and its pro
 is closed, so no later settle or commit covers it. The group hands it out again (to this stream
 or another), and the next owner's InitProducerId has already aborted what was open.
 
+The same answer comes when the coordinator timed the partition's transaction out (the target
+did not answer for transaction.timeout.ms): it aborts the transaction and bumps the epoch as
+a new owner would, and librdkafka reports both as fenced. So the stream hears of every dropped
+partition (`listen`) and takes it back while the group still gives it to it
+(kmirror.mirror.subscription, `take_back`): opened again as if newly assigned, from its
+committed progress record.
+
 Pure bookkeeping: no client, unit-tested without a broker.
 """
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import KafkaError
 from kafka.future import Future
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
@@ -70,6 +71,10 @@ class BatchSendError(SendError):
         self.target = target
         self.permanent = permanent
         self.code = code
+
+    def kafka_error(self) -> KafkaError:
+        """What the latch records for it: a failed send, as librdkafka would report it."""
+        return KafkaError(KafkaError._MSG_TIMED_OUT if self.code is None else self.code, str(self))
 
 
 @dataclass(eq=False)
