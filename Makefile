@@ -11,7 +11,7 @@ PYTEST := $(VENV)/bin/pytest
 PYTEST_ARGS ?=
 
 .PHONY: registry test-security k8s-binaries k8s-up k8s-down test-k8s help setup venv native jars go-tools system-deps lint typecheck test test-unit test-integration \
-        test-chart test-spark test-image test-faults test-faults-short demo clusters-up clusters-down clusters-status \
+        test-chart test-spark test-image test-faults test-faults-short test-soak demo clusters-up clusters-down clusters-status \
         image image-inputs push bench bench-validate bench-smoke bench-dr bench-throttle bench-wan chart-docs chart-docs-tool chart-rules env-docs module-graph clean
 
 help: ## List the targets
@@ -62,9 +62,9 @@ typecheck: venv ## mypy --strict on both packages
 # in docs/kubernetes.md). K8S=0 leaves it out (a machine that cannot run Kubernetes).
 K8S ?= 1
 ifeq ($(K8S),1)
-TEST_MARKERS ?= not slow and not bench
+TEST_MARKERS ?= not slow and not bench and not soak
 else
-TEST_MARKERS ?= not slow and not bench and not k8s
+TEST_MARKERS ?= not slow and not bench and not soak and not k8s
 endif
 
 test: setup lint typecheck ## The suite: lint, types, unit, integration, bad input, chart, image, spark, security, short faults, helm on a live Kubernetes (K8S=0: without)
@@ -93,6 +93,12 @@ test-faults: setup ## The long tier: the full fault-injection suite (30 kills, 5
 
 test-faults-short: setup ## The short fault scenarios make test runs, on their own
 	$(PYTEST) -m faults $(PYTEST_ARGS)
+
+# The soak (marker `soak`, not `slow`: make test-faults leaves it out too). KMIRROR_SOAK_MINUTES,
+# KMIRROR_SOAK_FAULT_EVERY_S, KMIRROR_SOAK_RATE, ... (docs/reliability.md, Soak);
+# KMIRROR_CLUSTERS3 names the 3-broker pair (a healthy one is reused).
+test-soak: setup ## The soak: an hour at 70 % of the measured capacity, a fault every 5 min; RSS/fd slopes, lag, 0 missing (bench/results/soak.json)
+	$(PYTEST) -m soak tests/faults/test_soak.py $(PYTEST_ARGS)
 
 demo: setup ## Mirror sample topics between two embedded clusters, validate, summarise
 	$(PY) -m scripts.demo

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -328,6 +328,20 @@ def consume_all(
     Assign-only (no subscribe, no commits). Sorted by (partition, offset). With read_committed,
     aborted records and transaction markers are skipped; an open transaction makes this time out.
     """
+    out = list(iter_records(bootstrap, topic, timeout, isolation_level, **conf))
+    out.sort(key=lambda r: (r.partition, r.offset))
+    return out
+
+
+def iter_records(
+    bootstrap: str,
+    topic: str,
+    timeout: float = 30.0,
+    isolation_level: str = "read_committed",
+    **conf: Any,
+) -> Iterator[Rec]:
+    """consume_all's records one by one, as they arrive: each partition's in offset order, the
+    partitions interleaved. For topics too large to hold in memory (the soak's hour of load)."""
     partitions = topic_partitions(bootstrap, topic)
     base = {
         # group.id is required by the client but never used: assign() joins no group.
@@ -339,13 +353,12 @@ def consume_all(
         "auto.offset.reset": "earliest",
     }
     consumer = Consumer(_conf(bootstrap, base, conf))
-    out: list[Rec] = []
     try:
         marks = _watermarks(consumer, topic, partitions)
         pending = {p: hw for p, (lo, hw) in marks.items() if hw > lo}
         reached = {p: marks[p][0] for p in pending}
         if not pending:
-            return []
+            return
         starts = {p: marks[p][0] if marks[p][0] >= 0 else OFFSET_BEGINNING for p in pending}
         consumer.assign([TopicPartition(topic, p, off) for p, off in starts.items()])
         deadline = time.monotonic() + timeout
@@ -366,12 +379,10 @@ def consume_all(
                     raise KafkaException(err)
                 off = int(msg.offset() or 0)
                 if off < pending.get(p, 0):
-                    out.append(Rec.from_message(msg))
+                    yield Rec.from_message(msg)
                 reached[p] = max(reached[p], off + 1)
     finally:
         consumer.close()
-    out.sort(key=lambda r: (r.partition, r.offset))
-    return out
 
 
 __all__ = [
@@ -385,6 +396,7 @@ __all__ = [
     "create_topic",
     "delete_topic",
     "end_offsets",
+    "iter_records",
     "list_topics",
     "produce",
     "topic_partitions",

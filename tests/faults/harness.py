@@ -404,10 +404,8 @@ class Result:
         }
 
 
-def write_results(results: list[Result], mode: str, stem: str = "faults", rate: int = RATE) -> Path:
-    """bench/results/<stem>-<mode>.json (faults3: the 3-broker scenarios, their own rate)."""
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{stem}-{mode}.json"
+def provenance() -> dict[str, Any]:
+    """When, from which commit and on what a results file was made."""
     rev = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"],
         capture_output=True,
@@ -415,11 +413,20 @@ def write_results(results: list[Result], mode: str, stem: str = "faults", rate: 
         cwd=REPO_ROOT,
         check=False,
     ).stdout.strip()
-    doc = {
-        "mode": mode,
+    return {
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "git": rev or None,
         "host": {"cpus": os.cpu_count(), "python": platform.python_version()},
+    }
+
+
+def write_results(results: list[Result], mode: str, stem: str = "faults", rate: int = RATE) -> Path:
+    """bench/results/<stem>-<mode>.json (faults3: the 3-broker scenarios, their own rate)."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{stem}-{mode}.json"
+    doc = {
+        "mode": mode,
+        **provenance(),
         "rate_records_per_s": rate,
         "commit_interval_ms": COMMIT_INTERVAL_MS,
         "session_timeout_ms": SESSION_TIMEOUT_MS,

@@ -1,6 +1,7 @@
-"""One 3-broker fault scenario (tests/faults/test_three_*.py): a source topic written to at
-RATE3 throughout, the real `kmirror run` connected through the proxies, faults injected one
-after another, then the record-by-record verdict of tests/faults/harness.py.
+"""One 3-broker fault scenario (tests/faults/test_three_*.py; the soak, test_soak.py, runs one
+for an hour): a source topic written to at RATE3 (or the soak's rate) throughout, the real
+`kmirror run` connected through the proxies, faults injected one after another, then the
+record-by-record verdict of tests/faults/harness.py.
 
 What every scenario asserts, whatever its fault:
 
@@ -32,18 +33,28 @@ from confluent_kafka import KafkaException
 
 from tests.faults import harness
 from tests.faults.cluster3 import LINGER_MS3, RATE3, Clusters3
-from tests.faults.harness import PARTITIONS, Load, Mirror, Progress, Result, mirror_args, topic_name
+from tests.faults.harness import (
+    PARTITIONS,
+    Load,
+    Mirror,
+    Progress,
+    Result,
+    Verdict,
+    mirror_args,
+    topic_name,
+)
 from tests.faults.test_faults import CATCH_UP_S, _finish, _seed
-from tests.kafkatools import create_topic, delete_topic, wait_until
+from tests.kafkatools import Clusters, create_topic, delete_topic, wait_until
 
 Record = Callable[[Result], None]
+Compare = Callable[[Clusters, str], Verdict]
 
 ENGINES = ("record", "batch")
 # After the last fault: how long every partition has to move on (the full tier watches the lag
-# that long), and the most the lag may be then (10 s of load: the saw-tooth of a 1 s commit
-# interval is 1-3 s of it on this machine).
+# that long), and the most the lag may be then, in seconds of load (10 s: the saw-tooth of a 1 s
+# commit interval is 1-3 s of it on this machine).
 STEADY_S = {"short": 5.0, "full": 10.0}
-STEADY_LAG_MAX = RATE3 * 10
+STEADY_LAG_S = 10
 # A target that refuses every record for longer than message.timeout.ms (60 s by default) ends a
 # mirror with abort.on.send.failure=true (exit 1; its Deployment restarts it: by design,
 # docs/reliability.md). The scenarios that hold the target away that long pass this, the
@@ -82,6 +93,11 @@ def guarantee(eos: bool) -> Iterator[None]:
         harness.EXACTLY_ONCE = False
 
 
+def lag(end: dict[int, int], done: dict[int, int]) -> int:
+    """Records on the source (end offsets) not committed yet (the group's offsets)."""
+    return sum(end.values()) - sum(max(done.get(p, 0), 0) for p in end)
+
+
 class Scenario:
     """One run: the topic, the load, the mirror (through the proxies), the faults."""
 
@@ -94,8 +110,14 @@ class Scenario:
         three: Clusters3,
         tmp_path: Path,
         flags: tuple[str, ...] = (),
+        rate: int = RATE3,
+        compare: Compare = harness.compare,
     ) -> None:
+        """rate: records/s of the load; compare: the final verdict (the soak's streams its
+        hour of records instead of holding them in memory)."""
         self.three = three
+        self.rate = rate
+        self.compare = compare
         self.mode = mode
         self.rnd = random.Random(_seed())
         suffix = f"{engine}-eos" if eos else engine
@@ -104,7 +126,7 @@ class Scenario:
         self.group = self.topic.replace("faults-", "g-", 1)
         direct = three.direct
         self.progress = Progress(direct, self.group, self.topic)
-        self.load = Load(direct.source_bootstrap, self.topic, rate=RATE3, linger_ms=LINGER_MS3)
+        self.load = Load(direct.source_bootstrap, self.topic, rate=rate, linger_ms=LINGER_MS3)
         args = mirror_args(
             tmp_path,
             three.proxied,
@@ -120,8 +142,7 @@ class Scenario:
 
     def lag(self) -> int:
         """Records on the source not committed yet (all partitions)."""
-        end, done = self.progress.source_end(), self.progress.committed()
-        return sum(end.values()) - sum(max(done.get(p, 0), 0) for p in end)
+        return lag(self.progress.source_end(), self.progress.committed())
 
     def sample_lag(self, lags: list[int]) -> None:
         """lag() appended to `lags`, unless the check fails (CHECK_ERRORS)."""
@@ -176,7 +197,7 @@ class Scenario:
         """The lag's saw-tooth after the last fault. First the backlog a long fault left (a
         minute of load) is copied: until the group committed what the source holds now. Then
         every partition's committed offset must move on (none is stuck) within STEADY_S, and
-        the lag stay under STEADY_LAG_MAX; the full tier watches the whole STEADY_S and bounds
+        the lag stay under STEADY_LAG_S of load; the full tier watches the whole STEADY_S and bounds
         the lag, the short one only waits until every partition moved (about one commit
         interval: make test has no seconds to spare)."""
         seconds = STEADY_S[self.mode]
@@ -206,7 +227,7 @@ class Scenario:
             # runs the rest of the suite, it would measure the machine (a lag of 21,000 at a
             # load average of 15 in a 100 ms RTT run); "no partition stuck" is the short check.
             assert lags, "the lag could not be read after the last fault"
-            assert max(lags) < STEADY_LAG_MAX, f"lag {lags} after the last fault"
+            assert max(lags) < self.rate * STEADY_LAG_S, f"lag {lags} after the last fault"
 
     def run(self, faults: Callable[[Scenario], None], record: Record) -> Result:
         source = self.three.bootstrap("source")
@@ -228,6 +249,7 @@ class Scenario:
                 self.progress,
                 [self.mirror],
                 self.started,
+                self.compare,
             )
         finally:
             self.load.kill()

@@ -29,6 +29,7 @@ from tests.faults.harness import (
     Mirror,
     Progress,
     Result,
+    Verdict,
     compare,
     mirror_args,
     topic_name,
@@ -54,9 +55,10 @@ def _finish(
     progress: Progress,
     mirrors: list[Mirror],
     started: float,
+    compare_with: Callable[[Clusters, str], Verdict] = compare,
 ) -> None:
     """Stop the load, wait until the group committed the source's end, stop the mirrors
-    cleanly, compare everything, record and assert."""
+    cleanly, compare everything (`compare_with`), record and assert."""
     sent = load.stop()
     res.details["load"] = sent
     for m in mirrors:
@@ -71,7 +73,7 @@ def _finish(
             if m.running():
                 m.stop(60)
         progress.close()
-    res.apply(compare(clusters, topic))
+    res.apply(compare_with(clusters, topic))
     res.mirror_exits = [c for m in mirrors for c in m.exits]
     res.duration_s = round(time.monotonic() - started, 1)
     assert res.missing == 0, f"{res.missing} records lost: {res.details.get('missing_sample')}"

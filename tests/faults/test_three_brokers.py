@@ -26,7 +26,7 @@ from typing import Any
 from confluent_kafka import KafkaError, Producer
 
 from tests.faults.brokers3 import leader_killed, leaders_moved, rolled
-from tests.faults.cluster3 import QUIET, RATE3, Clusters3
+from tests.faults.cluster3 import QUIET, Clusters3
 from tests.faults.scenario3 import RIDE_OUT, Record, Scenario, matrix, play
 from tests.kafkatools import create_topic, delete_topic
 
@@ -85,7 +85,7 @@ def _refused(bootstrap: str, topic: str) -> str:
     return "" if err is None else str(err.name())
 
 
-def _below_min_isr(s: Scenario, seconds: float) -> dict[str, Any]:
+def below_min_isr(s: Scenario, seconds: float) -> dict[str, Any]:
     """The target below min.insync.replicas for `seconds`: one broker stopped cleanly (every
     partition's in-sync replicas: 2) and the mirrored topic's min.insync.replicas raised to 3,
     so every produce to it is refused with NOT_ENOUGH_REPLICAS. A probe topic set up the same
@@ -106,11 +106,11 @@ def _below_min_isr(s: Scenario, seconds: float) -> dict[str, Any]:
         three.set_topic_config("target", s.topic, {"min.insync.replicas": None})
         delete_topic(target, probe, wait=False)
     # Nothing was committed for most of the minute: the lag grew by what the load wrote.
-    assert held["lag_max"] > RATE3 * seconds / 2, held
+    assert held["lag_max"] > s.rate * seconds / 2, held
     return {"stopped": node, "seconds": seconds, "probe": answer, **held, "at": time.monotonic()}
 
 
-def _start_stopped(s: Scenario) -> dict[str, Any]:
+def start_stopped(s: Scenario) -> dict[str, Any]:
     stopped = s.res.details["faults"][-1]["detail"]
     stopped["restored_to_healed_s"] = round(time.monotonic() - stopped.pop("at"), 1)
     s.three.start("target", stopped["stopped"])
@@ -130,9 +130,9 @@ def test_target_below_min_insync_replicas(
 
     def faults(s: Scenario) -> None:
         s.fault(
-            lambda: _below_min_isr(s, BELOW_MIN_ISR_S),
+            lambda: below_min_isr(s, BELOW_MIN_ISR_S),
             "target below min.insync.replicas",
-            lambda: _start_stopped(s),
+            lambda: start_stopped(s),
         )
 
     play("below-min-isr", mode, engine, eos, three, tmp_path, fault_results3, faults, RIDE_OUT)
@@ -141,7 +141,7 @@ def test_target_below_min_insync_replicas(
 # --------------------------------------------------------------------------- latency
 
 
-def _slow_network(s: Scenario, seconds: float) -> dict[str, Any]:
+def slow_network(s: Scenario, seconds: float) -> dict[str, Any]:
     """100 ms of round trip, ± 40 ms of jitter, on every connection of the mirror to both
     clusters for `seconds`."""
     for side in ("source", "target"):
@@ -162,6 +162,6 @@ def test_100ms_round_trip_with_jitter(
     seconds = 10.0 if mode == "short" else 60.0
 
     def faults(s: Scenario) -> None:
-        s.fault(lambda: _slow_network(s, seconds), "100 ms RTT")
+        s.fault(lambda: slow_network(s, seconds), "100 ms RTT")
 
     play("rtt-100ms", mode, engine, eos, three, tmp_path, fault_results3, faults)

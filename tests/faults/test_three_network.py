@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from scripts.toxiproxy import STREAMS
-from tests.faults.cluster3 import RATE3, Clusters3
+from tests.faults.cluster3 import Clusters3
 from tests.faults.harness import PARTITIONS
 from tests.faults.scenario3 import RIDE_OUT, Record, Scenario, matrix, play
 
@@ -32,7 +32,7 @@ RESETS_S = 60.0
 PULSE_S = 0.3  # how long each pulse resets whatever passes
 
 
-def _source_partitioned(s: Scenario, seconds: float) -> dict[str, Any]:
+def source_partitioned(s: Scenario, seconds: float) -> dict[str, Any]:
     proxy = s.three.toxiproxy("source")
     names = s.three.proxies("source")
     for name in names:
@@ -43,7 +43,7 @@ def _source_partitioned(s: Scenario, seconds: float) -> dict[str, Any]:
         for name in names:
             proxy.set_enabled(name, True)
     # The mirror read nothing meanwhile: the lag grew by what the load wrote.
-    assert held["lag_max"] > RATE3 * seconds / 2, held
+    assert held["lag_max"] > s.rate * seconds / 2, held
     return {"seconds": seconds, **held}
 
 
@@ -56,12 +56,12 @@ def test_source_partitioned_from_the_mirror(
     the network is back and the mirror rejoins and copies on by itself."""
 
     def faults(s: Scenario) -> None:
-        s.fault(lambda: _source_partitioned(s, PARTITIONED_S), "source partitioned")
+        s.fault(lambda: source_partitioned(s, PARTITIONED_S), "source partitioned")
 
     play("src-partitioned", mode, engine, eos, three, tmp_path, fault_results3, faults)
 
 
-def _half_open(s: Scenario, seconds: float) -> dict[str, Any]:
+def half_open(s: Scenario, seconds: float) -> dict[str, Any]:
     partition = s.rnd.randrange(PARTITIONS)
     node = s.leaders("target")[partition]
     name = s.three.quorums["target"].node_name(node)
@@ -73,7 +73,7 @@ def _half_open(s: Scenario, seconds: float) -> dict[str, Any]:
         proxy.clear(name)
     led = [p for p, lead in s.leaders("target").items() if lead == node]
     # The partitions it leads took nothing meanwhile (and the others may wait for them).
-    assert held["lag_max"] > RATE3 / PARTITIONS * seconds / 2, held
+    assert held["lag_max"] > s.rate / PARTITIONS * seconds / 2, held
     return {"partition": partition, "broker": node, "led": led, "seconds": seconds, **held}
 
 
@@ -88,12 +88,12 @@ def test_half_open_connection_to_a_target_leader(
     (RIDE_OUT) and must resend them by itself."""
 
     def faults(s: Scenario) -> None:
-        s.fault(lambda: _half_open(s, HALF_OPEN_S), "half-open target leader")
+        s.fault(lambda: half_open(s, HALF_OPEN_S), "half-open target leader")
 
     play("half-open", mode, engine, eos, three, tmp_path, fault_results3, faults, RIDE_OUT)
 
 
-def _resets(s: Scenario, seconds: float) -> dict[str, Any]:
+def resets(s: Scenario, seconds: float) -> dict[str, Any]:
     """Pulses of PULSE_S, 1-4 s apart, during which every connection of the mirror (both
     clusters, both directions) is reset as soon as a byte passes."""
     pulses = 0
@@ -119,6 +119,6 @@ def test_connection_resets(
     """Connections reset (TCP RST) in pulses for 60 s, on both clusters, in both directions."""
 
     def faults(s: Scenario) -> None:
-        s.fault(lambda: _resets(s, RESETS_S), "connection resets")
+        s.fault(lambda: resets(s, RESETS_S), "connection resets")
 
     play("resets", mode, engine, eos, three, tmp_path, fault_results3, faults)
