@@ -32,8 +32,9 @@ from tests.faults.test_three_network import half_open, resets, source_partitione
 from tests.kafkatools import Clusters, create_topic, delete_topic, iter_records
 
 # A leak the soak fails on, after the warm-up: 20 MB/h is half a GB a day, which would take a
-# pod with the chart's memory request (docs/kubernetes.md) to its limit within days, while the
-# RSS of a healthy mirror moves by a few MB with its buffers' high-water marks; 10 descriptors
+# mirror past the chart's default memory limit (1 GiB, chart/kmirror/values.yaml) within two
+# days, while the RSS of a healthy mirror moves by a few MB with its buffers' high-water
+# marks; 10 descriptors
 # an hour is one socket or file lost every six minutes, i.e. at least one per fault (a fault
 # every 5 minutes), the pattern a leaked connection per reconnect makes.
 RSS_SLOPE_MAX_MB_H = 20.0

@@ -19,7 +19,7 @@ minutes, rotating through them (tests/faults/soak.py, ROTATION).
    least SLOPE_MIN_WINDOW_S (a few minutes' slope says nothing about a leak; a short run
    reports them only).
 
-Everything lands in bench/results/soak.json, also when the soak fails.
+Everything lands in bench/results/soak.json, also when the scenario fails.
 """
 
 from __future__ import annotations
