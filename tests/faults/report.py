@@ -1,11 +1,13 @@
 """Rewrite the results tables of docs/reliability.md from bench/results/<stem>-{short,full}.json
-(stem `faults`: the single-broker scenarios; `faults3`: the 3-broker ones).
+(stem `faults`: the single-broker scenarios; `faults3`: the 3-broker ones) and the soak's from
+bench/results/soak.json.
 
     .venv/bin/python -m tests.faults.report          # print the tables
     .venv/bin/python -m tests.faults.report --write  # replace them in docs/reliability.md
 
 The tables sit between `<!-- <stem>:short -->` / `<!-- <stem>:full -->` and
-`<!-- /<stem>:... -->` markers; the rest of the document is left alone.
+`<!-- /<stem>:... -->` markers, the soak's between `<!-- soak -->` and `<!-- /soak -->`; the
+rest of the document is left alone.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 RESULTS = REPO_ROOT / "bench" / "results"
 DOC = REPO_ROOT / "docs" / "reliability.md"
+SOAK = RESULTS / "soak.json"
 
 STEMS = ("faults", "faults3")
 ORDER = [
@@ -78,8 +81,36 @@ def render(stem: str, mode: str) -> str:
     return table(json.loads(path.read_text()))
 
 
-def replace(text: str, stem: str, mode: str, body: str) -> str:
-    tag = f"{stem}:{mode}"
+def soak_table(doc: dict[str, Any]) -> str:
+    """The soak's figures: what ran, at what load and load average, and what it measured."""
+    st, sm, res, la = doc["settings"], doc["summary"], doc["result"], doc["load_average"]
+    cap = doc.get("capacity")
+    judged = "judged" if sm["slopes_judged"] else "reported only, window under 30 min"
+    return "\n".join([
+        f"Run {doc['created']} (git {doc.get('git') or '?'}, {doc['host']['cpus']} CPUs): "
+        f"{st['seconds'] / 60:g} min, a fault every {st['every_s']:g} s (held {st['hold_s']:g} s), "
+        f"engine {st['engine']}, {'exactly-once' if st['eos'] else 'at-least-once'}; "
+        f"load average {la['start']} at the start, mean {la['mean']}, peak {la['max']}.",
+        "",
+        "| capacity (records/s) | load asked / achieved (records/s) | why | faults "
+        "| RSS slope (MB/h) | fd slope (/h) | RSS first / last / peak (MB) | fds first / last "
+        "/ peak | peak lag | produced | missing | duplicates | mirror exit codes |",
+        "|---:|---|---|---:|---:|---:|---|---|---:|---:|---:|---:|---|",
+        f"| {_s(cap and cap['records_per_s'])} | {doc['rate']['records_per_s']} / "
+        f"{_s(sm['load_records_per_s'])} | {doc['rate']['why']} | {res['faults']} | "
+        f"{sm['rss_slope_mb_per_h']} | {sm['fd_slope_per_h']} | {_s(sm['rss_mb_first'])} / "
+        f"{_s(sm['rss_mb_last'])} / {_s(sm['rss_mb_max'])} | {_s(sm['fds_first'])} / "
+        f"{_s(sm['fds_last'])} / {_s(sm['fds_max'])} | {_s(sm['lag_max'])} | {res['produced']} "
+        f"| **{res['missing']}** | {res['duplicates']} | "
+        f"{', '.join(str(c) for c in res['mirror_exits']) or '-'} |",
+        "",
+        f"Slopes over {sm['window_s']:g} s after a warm-up of {sm['warmup_s']:g} s ({judged}); "
+        f"faults: {', '.join(f['what'] for f in res['details'].get('faults', [])) or 'none'}.",
+    ])  # fmt: skip
+
+
+def replace(text: str, stem: str, mode: str | None, body: str) -> str:
+    tag = stem if mode is None else f"{stem}:{mode}"
     pattern = re.compile(rf"(<!-- {tag} -->\n).*?(\n<!-- /{tag} -->)", re.S)
     if not pattern.search(text):
         raise SystemExit(f"{DOC}: no <!-- {tag} --> ... <!-- /{tag} --> markers")
@@ -96,12 +127,16 @@ def main(argv: list[str] | None = None) -> int:
         for stem in STEMS:
             for mode in modes:
                 print(f"## {stem} {mode}\n\n{render(stem, mode)}\n")
+        if SOAK.exists():
+            print(f"## soak\n\n{soak_table(json.loads(SOAK.read_text()))}\n")
         return 0
     text = DOC.read_text(encoding="utf-8")
     for stem in STEMS:
         for mode in modes:
             if (RESULTS / f"{stem}-{mode}.json").exists():
                 text = replace(text, stem, mode, render(stem, mode))
+    if SOAK.exists():
+        text = replace(text, "soak", None, soak_table(json.loads(SOAK.read_text())))
     DOC.write_text(text, encoding="utf-8")
     print(f"updated {DOC}")
     return 0

@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 
 from tests.faults.harness import verdict
+from tests.faults.report import soak_table
 from tests.faults.soak import Settings, capacity_of
 from tests.faults.soakstats import (
     MB,
@@ -130,3 +131,33 @@ def test_settings_name_the_variable_that_is_wrong(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("KMIRROR_SOAK_ENGINE", "fast")
     with pytest.raises(ValueError, match="KMIRROR_SOAK_ENGINE='fast': want auto, record or batch"):
         Settings.from_env()
+
+
+def test_the_report_shows_the_slopes_and_says_whether_they_were_judged() -> None:
+    samples = [_sample(t, 50 + t / 3600, 15) for t in range(0, 3600, 10)]
+    summary = {**summarize(samples, 300), "slopes_judged": True, "load_records_per_s": 6990}
+    doc = {
+        "created": "2026-11-27T14:00:00Z",
+        "git": "abc1234",
+        "host": {"cpus": 2},
+        "settings": {"seconds": 3600, "every_s": 300, "hold_s": 60, "engine": "auto", "eos": False},
+        "load_average": {"start": 1.5, "mean": 3.2, "max": 6.1, "end": 2.0},
+        "capacity": {"records_per_s": 10_000},
+        "rate": {"records_per_s": 7000, "why": "70% of the measured capacity"},
+        "summary": summary,
+        "result": {
+            "faults": 1,
+            "produced": 25_200_000,
+            "missing": 0,
+            "duplicates": 12,
+            "mirror_exits": [0],
+            "details": {"faults": [{"what": "target leaders moved (rotate)"}]},
+        },
+    }
+    text = soak_table(doc)
+    assert "| 10000 | 7000 / 6990 | 70% of the measured capacity | 1 | 1.0 | 0.0 |" in text
+    assert "load average 1.5 at the start, mean 3.2, peak 6.1" in text
+    assert "after a warm-up of 300 s (judged)" in text
+    assert "faults: target leaders moved (rotate)" in text
+    doc["summary"] = {**summary, "slopes_judged": False}
+    assert "(reported only, window under 30 min)" in soak_table(doc)
