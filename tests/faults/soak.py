@@ -120,6 +120,7 @@ def measure_capacity(
     mirror = Mirror(args, tmp_path, name="capacity")
     try:
         total = load.start().stop()["acked"]
+        assert total > 0, f"the capacity run's backlog was not written: {load.result}"
         mirror.start().wait_ready(120)
         t0 = time.monotonic()
         points: list[tuple[float, int]] = []
