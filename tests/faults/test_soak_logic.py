@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
 
 from tests.faults.harness import verdict
 from tests.faults.report import soak_table
-from tests.faults.soak import Settings, capacity_of
+from tests.faults.soak import Settings, capacity_of, tree_usage
 from tests.faults.soakstats import (
     MB,
     Sample,
@@ -22,7 +24,7 @@ from tests.faults.soakstats import (
     slope,
     summarize,
 )
-from tests.kafkatools import TIMESTAMP_CREATE_TIME, Rec
+from tests.kafkatools import TIMESTAMP_CREATE_TIME, Rec, wait_until
 
 pytestmark = pytest.mark.unit
 
@@ -161,3 +163,19 @@ def test_the_report_shows_the_slopes_and_says_whether_they_were_judged() -> None
     assert "faults: target leaders moved (rotate)" in text
     doc["summary"] = {**summary, "slopes_judged": False}
     assert "(reported only, window under 30 min)" in soak_table(doc)
+
+
+def test_tree_usage_counts_the_children_and_their_descriptors() -> None:
+    """The mirror's streams are child processes: their memory and descriptors count."""
+    alone = tree_usage(os.getpid())
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import os, sys; fs = [os.open(os.devnull, 0) for _ in range(50)]; "
+         "sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        wait_until(lambda: tree_usage(os.getpid())[1] >= alone[1] + 50, 30, 0.1, "child's fds")
+        rss, fds, n = tree_usage(os.getpid())
+        assert n == alone[2] + 1 and rss > alone[0] and fds >= alone[1] + 50
+    finally:
+        child.communicate(b"", timeout=30)
