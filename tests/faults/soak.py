@@ -75,7 +75,7 @@ class Settings:
     rate: int  # KMIRROR_SOAK_RATE: records/s; 0 (default): measure the capacity, take a share
     share: float  # KMIRROR_SOAK_LOAD (0.7): that share of the capacity
     disk_bytes: float  # KMIRROR_SOAK_DISK_GB (8): what the soak's records may take on disk
-    capacity_records: int  # KMIRROR_SOAK_CAPACITY_RECORDS (300,000): the backlog measured
+    capacity_records: int  # KMIRROR_SOAK_CAPACITY_RECORDS (1,000,000): the backlog measured
     sample_s: float  # KMIRROR_SOAK_SAMPLE_S (10)
     engine: str  # KMIRROR_SOAK_ENGINE (auto)
     eos: bool  # KMIRROR_SOAK_EOS=1: --exactly-once (0 duplicates then)
@@ -93,7 +93,7 @@ class Settings:
             rate=int(_env("KMIRROR_SOAK_RATE", 0, 0, 10_000_000)),
             share=_env("KMIRROR_SOAK_LOAD", 0.7, 0.01, 1.0),
             disk_bytes=_env("KMIRROR_SOAK_DISK_GB", 8, 0.1, 1000) * 1e9,
-            capacity_records=int(_env("KMIRROR_SOAK_CAPACITY_RECORDS", 300_000, 1000, 10**8)),
+            capacity_records=int(_env("KMIRROR_SOAK_CAPACITY_RECORDS", 1e6, 1000, 1e8)),
             sample_s=_env("KMIRROR_SOAK_SAMPLE_S", 10, 1, 600),
             engine=engine,
             eos=os.environ.get("KMIRROR_SOAK_EOS", "").strip() == "1",
