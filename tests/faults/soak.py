@@ -79,6 +79,7 @@ class Settings:
     sample_s: float  # KMIRROR_SOAK_SAMPLE_S (10)
     engine: str  # KMIRROR_SOAK_ENGINE (auto)
     eos: bool  # KMIRROR_SOAK_EOS=1: --exactly-once (0 duplicates then)
+    faults: tuple[str, ...]  # KMIRROR_SOAK_FAULTS: names of ROTATION, in turn (all)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -97,6 +98,7 @@ class Settings:
             sample_s=_env("KMIRROR_SOAK_SAMPLE_S", 10, 1, 600),
             engine=engine,
             eos=os.environ.get("KMIRROR_SOAK_EOS", "").strip() == "1",
+            faults=rotation(os.environ.get("KMIRROR_SOAK_FAULTS", "")),
         )
 
 
@@ -191,20 +193,30 @@ def _held(what: str, fn: Callable[[Scenario, float], object], heal: Any = None) 
 
 # One of each kind of the 3-broker suite, alternating sides and brokers with network: eleven
 # faults, which an hour with a fault every 5 minutes runs once each (at 5, 10, ... 55 min).
-ROTATION: list[tuple[str, Inject]] = [
-    ("target leaders moved", _moved("target")),
-    ("source leader kill -9", _kill("source")),
-    ("100 ms RTT", _held("100 ms RTT", slow_network)),
-    ("connection resets", _held("connection resets", resets)),
-    ("target rolling restart", _rolled("target")),
-    ("source partitioned", _held("source partitioned", source_partitioned)),
-    ("target leader kill -9", _kill("target")),
-    ("source leaders moved", _moved("source")),
-    ("half-open target leader", _held("half-open target leader", half_open)),
-    ("source rolling restart", _rolled("source")),
-    ("target below min ISR", _held("target below min.insync.replicas", below_min_isr,
-                                   start_stopped)),
-]  # fmt: skip
+ROTATION: dict[str, Inject] = {
+    "target-leaders": _moved("target"),
+    "source-kill9": _kill("source"),
+    "rtt": _held("100 ms RTT", slow_network),
+    "resets": _held("connection resets", resets),
+    "target-roll": _rolled("target"),
+    "source-partitioned": _held("source partitioned", source_partitioned),
+    "target-kill9": _kill("target"),
+    "source-leaders": _moved("source"),
+    "half-open": _held("half-open target leader", half_open),
+    "source-roll": _rolled("source"),
+    "target-min-isr": _held("target below min.insync.replicas", below_min_isr, start_stopped),
+}
+
+
+def rotation(raw: str) -> tuple[str, ...]:
+    """KMIRROR_SOAK_FAULTS: the faults to rotate through, in order ("": all of ROTATION)."""
+    names = tuple(n.strip() for n in raw.split(",") if n.strip()) or tuple(ROTATION)
+    unknown = [n for n in names if n not in ROTATION]
+    if unknown:
+        raise ValueError(
+            f"KMIRROR_SOAK_FAULTS: unknown {', '.join(unknown)}; known: {', '.join(ROTATION)}"
+        )
+    return names
 
 
 # --------------------------------------------------------------------------- sampling

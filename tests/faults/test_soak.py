@@ -62,8 +62,9 @@ def _run_until(s: Scenario, when: float) -> None:
 
 
 def soak_faults(settings: Settings, samplers: list[Sampler]) -> Callable[[Scenario], None]:
-    """The scenario's faults: ROTATION in turn, the first one interval in (the warm-up), the
-    last before the end; a fault that overruns its slot delays the next (noted as `late_s`)."""
+    """The scenario's faults: settings.faults (names of ROTATION) in turn, the first one
+    interval in (the warm-up), the last before the end; a fault that overruns its slot delays
+    the next (noted as `late_s`)."""
 
     def faults(s: Scenario) -> None:
         sampler = Sampler(s, settings.sample_s).start()
@@ -73,7 +74,8 @@ def soak_faults(settings: Settings, samplers: list[Sampler]) -> Callable[[Scenar
             k, t0 = 0, sampler.t0
             while (slot := t0 + (k + 1) * settings.every_s) < t0 + settings.seconds:
                 _run_until(s, slot)
-                what, inject = ROTATION[k % len(ROTATION)]
+                what = settings.faults[k % len(settings.faults)]
+                inject = ROTATION[what]
                 began = time.monotonic()
                 s.caught_up(s.progress.source_end(), f"the backlog before fault {k + 1}")
                 drained.append({

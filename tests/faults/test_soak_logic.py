@@ -14,7 +14,7 @@ import pytest
 
 from tests.faults.harness import verdict
 from tests.faults.report import soak_table
-from tests.faults.soak import Settings, capacity_of, tree_usage
+from tests.faults.soak import ROTATION, Settings, capacity_of, tree_usage
 from tests.faults.soakstats import (
     MB,
     Sample,
@@ -179,3 +179,13 @@ def test_tree_usage_counts_the_children_and_their_descriptors() -> None:
         assert n == alone[2] + 1 and rss > alone[0] and fds >= alone[1] + 50
     finally:
         child.communicate(b"", timeout=30)
+
+
+def test_faults_to_rotate_through_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KMIRROR_SOAK_FAULTS", raising=False)
+    assert Settings.from_env().faults == tuple(ROTATION) and len(ROTATION) == 11
+    monkeypatch.setenv("KMIRROR_SOAK_FAULTS", " half-open, target-kill9 ")
+    assert Settings.from_env().faults == ("half-open", "target-kill9")
+    monkeypatch.setenv("KMIRROR_SOAK_FAULTS", "half-open,kill")
+    with pytest.raises(ValueError, match="KMIRROR_SOAK_FAULTS: unknown kill; known: target-lea"):
+        Settings.from_env()
