@@ -249,6 +249,7 @@ class Sampler:
         self.samples: list[Sample] = []
         self.loads: list[float] = []  # the machine's 1-minute load average
         self.produced: list[tuple[float, float]] = []  # (t, records on the source)
+        self.errors: list[str] = []  # what a sample raised besides CHECK_ERRORS (none expected)
         self.t0 = time.monotonic()
         self._progress = Progress(s.three.direct, s.group, s.topic)
         self._stop = threading.Event()
@@ -265,7 +266,10 @@ class Sampler:
 
     def _run(self) -> None:
         while True:
-            self.sample()
+            try:
+                self.sample()
+            except Exception as exc:  # a thread's error would vanish: kept for the results
+                self.errors.append(f"{time.monotonic() - self.t0:.0f}s: {exc!r}")
             if self._stop.wait(self.every_s):
                 return
 

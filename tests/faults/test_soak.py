@@ -101,6 +101,7 @@ def _write(doc: dict[str, Any], res: Result, samplers: list[Sampler], settings: 
     doc["summary"]["slopes_judged"] = doc["summary"]["window_s"] >= SLOPE_MIN_WINDOW_S
     produced = samplers[0].produced if samplers else []
     doc["summary"]["load_records_per_s"] = round(slope(produced)) if produced else None
+    doc["summary"]["sampler_errors"] = samplers[0].errors if samplers else []
     doc["load_average"] = {
         "start": doc.pop("load_average_start"),
         "mean": round(sum(loads) / len(loads), 2) if loads else None,
