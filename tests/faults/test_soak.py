@@ -84,6 +84,7 @@ def soak_faults(settings: Settings, samplers: list[Sampler]) -> Callable[[Scenar
                     "late_s": round(began - slot, 1),
                     "backlog_copied_s": round(time.monotonic() - began, 2),
                 })  # fmt: skip
+                print(f"[soak] {began - t0:.0f}s: fault {k + 1}, {what}", flush=True)
                 inject(s, settings.hold_s)
                 k += 1
             _run_until(s, t0 + settings.seconds)
