@@ -106,7 +106,7 @@ def _write(doc: dict[str, Any], res: Result, samplers: list[Sampler], settings: 
     doc["load_average"] = {
         "start": doc.pop("load_average_start"),
         "mean": round(sum(loads) / len(loads), 2) if loads else None,
-        "max": max(loads, default=None),
+        "max": round(max(loads), 2) if loads else None,
         "end": round(os.getloadavg()[0], 2),
     }
     doc["result"] = {**asdict(res), **res.summary()}
