@@ -43,12 +43,23 @@ from kmirror.progress.codec import encode_record
 log = logging.getLogger(__name__)
 
 PARALLEL_CALLS = 8  # concurrent init/commit round trips per stream
-# The coordinator says another producer with our transactional.id took over.
+# The coordinator says another producer with our transactional.id took over (or timed our
+# transaction out: the same epoch bump, kmirror.kafka.transactions.FENCED_LOG).
 FENCED = frozenset(
     {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 )
 # What a send reports when its transaction is being torn down (fenced, aborted, purged).
 TORN_DOWN = FENCED | {KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT, KafkaError._FATAL}
+
+
+def _dead(err: KafkaError) -> bool:
+    """The partition's producer can go no further: fenced, or fatal in librdkafka otherwise
+    (an abort after the coordinator timed the transaction out is refused INVALID_TXN_STATE,
+    and librdkafka makes that fatal). Nothing of its open transaction can commit; the
+    partition is dropped like a fenced one, and the stream takes it back while the group still
+    gives it to it (a new producer: a refusal then, such as a revoked grant, stops the mirror
+    with its reason)."""
+    return err.code() in FENCED or err.code() == KafkaError._FATAL or err.fatal()
 
 
 def _attempt(call: Callable[..., object], *args: Any) -> BaseException | None:
@@ -308,7 +319,7 @@ class RecordExactlyOnce:
     # -- fencing -------------------------------------------------------------------------------
 
     def fencing(self, key: SourcePartition, err: KafkaError) -> bool:
-        if err.code() in FENCED:
+        if _dead(err):
             t = self._txns.get(key)
             if t is not None:
                 t.fenced = True
@@ -341,7 +352,7 @@ class RecordExactlyOnce:
         if t.fenced:
             return  # an aborted transaction's report: nothing of it counts
         if err is not None and err.code() in TORN_DOWN:
-            t.fenced = t.fenced or err.code() in FENCED
+            t.fenced = t.fenced or _dead(err)
             if not t.fenced:
                 self._latch.send_failed(str(msg.topic()), int(msg.partition() or 0), err)
             return
@@ -350,7 +361,7 @@ class RecordExactlyOnce:
         self._on_delivery(err, msg)
 
     def _client_error(self, t: _Txn, err: KafkaError) -> None:
-        if err.code() in FENCED:
+        if _dead(err):
             t.fenced = True
             return
         self._context().error_cb(err)

@@ -61,11 +61,12 @@ class FakeProducer:
     def __init__(self, conf: Any = None) -> None:
         self.calls: list[Any] = []
         self.fail: dict[str, int] = {}
+        self.fatal = False  # its failures are fatal (librdkafka: the producer is done)
 
     def _call(self, name: str, *detail: Any) -> None:
         self.calls.append((name, *detail) if detail else name)
         if name in self.fail:
-            raise KafkaException(KafkaError(self.fail[name]))
+            raise KafkaException(KafkaError(self.fail[name], fatal=self.fatal))
 
     def init_transactions(self, timeout: float) -> None:
         self._call("init")
@@ -314,6 +315,27 @@ def test_record_path_aborts_open_transactions_before_a_rewind_and_on_release(
     part.release([OTHER])
     assert producers[OTHER].calls[-3:] == ["begin", "abort", "purge"]
     assert not part.owns(OTHER)
+
+
+def test_record_path_a_fatal_abort_drops_the_partition_instead_of_stopping(
+    producers: dict[SourcePartition, FakeProducer],
+) -> None:
+    """The coordinator timed the transaction out during an outage: the rewind's abort is refused
+    INVALID_TXN_STATE, which librdkafka makes fatal. Nothing of the transaction can commit: the
+    partition is dropped like a fenced one (the stream takes it back), the mirror runs on."""
+    book = ProgressBook()
+    book.open(*KEY, 0)
+    part, _, forgotten = record_part(book)
+    part.open([KEY, OTHER])
+    part.producer_for(KEY)
+    producers[KEY].fail["abort"] = KafkaError.INVALID_TXN_STATE
+    producers[KEY].fatal = True
+    part.abort()  # before: MirrorError, "could not abort the transaction"
+    assert forgotten == [[KEY]] and not part.owns(KEY) and part.owns(OTHER)
+    producers[OTHER].fail["abort"] = KafkaError.INVALID_TXN_STATE  # not fatal: unexplained
+    part.producer_for(OTHER)
+    with pytest.raises(MirrorError, match="could not abort"):
+        part.abort()
 
 
 # -- exactly-once on the batch path -------------------------------------------------------------
