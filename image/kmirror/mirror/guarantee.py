@@ -119,9 +119,10 @@ class ExactlyOnce:
             if exc.permanent:
                 raise
             # A progress record's batch not acknowledged in time (the target away longer than
-            # message.timeout.ms), before any transaction ended: a failed send like any other,
-            # so the loop stops or rewinds (abort.on.send.failure), not the stream.
-            self._latch.send_failed(exc.target[0], exc.target[1], exc.kafka_error(), batch=True)
+            # message.timeout.ms), before any transaction ended: those transactions are given
+            # up and their partitions taken back (batch/sessions.py, abandon), not the stream.
+            log.warning("exactly-once: %s; its transactions are given up and taken back", exc)
+            self.batch.abandon()
             done = {}
         done.update(self.record.commit(book, todo, max(deadline - time.monotonic(), 1.0)))
         if done and not group.commit(done):

@@ -221,7 +221,9 @@ class HybridCopier:
         last commit) as for a record. Permanent refusals stop the mirror here."""
         if exc.permanent:
             raise exc
-        self._batch.abandon()
+        if self._batch.abandon():
+            log.warning("exactly-once: %s; its transactions are given up and taken back", exc)
+            return
         self._ctx.latch.send_failed(exc.target[0], exc.target[1], exc.kafka_error(), batch=True)
 
     def _revoke_batch(self, keys: Iterable[SourcePartition]) -> None:

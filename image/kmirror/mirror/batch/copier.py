@@ -243,14 +243,19 @@ class BatchCopier:
         """Batches handed to the target and not acknowledged yet."""
         return self._session.unacknowledged
 
-    def abandon(self) -> None:
+    def abandon(self) -> bool:
         """After a BatchSendError that is not permanent: forget everything unacknowledged and
         start a new producer session. The partitions stay assigned; nothing past the last
         acknowledgement is in the book, and the caller re-assigns them (``revoke`` then
         ``assign``) from the last commit. A partition that was stopping for the record path
-        stays here: the re-sent batches reach the same stop again."""
-        self._session.abandon()
+        stays here: the re-sent batches reach the same stop again. Exactly-once: True when
+        the partitions were given up instead (Sessions.abandon): dropped, to be taken back,
+        nothing for the caller to rewind."""
+        given_up = self._session.abandon()
         self._stopping.clear()
+        if given_up:
+            self.guarantee.drop_fenced()
+        return given_up
 
     def close(self) -> None:
         try:

@@ -210,6 +210,11 @@ class BatchExactlyOnce:
         self._sessions.sources = {t: s for t, s in self._sessions.sources.items() if s != key}
         self._committed.pop(key, None)
 
+    def abandon(self) -> None:
+        """Give up the transactions holding unacknowledged batches (Sessions.abandon)."""
+        if self._sessions is not None and self._sessions.abandon():
+            self.drop_fenced()
+
     def drop_fenced(self) -> None:
         """Fenced sessions' partitions go (fencing.py: once, for both paths)."""
         if self._sessions is not None:

@@ -251,10 +251,11 @@ class ProducerSession:
         ]
         return time.monotonic() - min(since) if since else 0.0
 
-    def abandon(self) -> None:
+    def abandon(self) -> bool:
         """Forget every unacknowledged batch (a send failed; the loop re-sends from the last
         commit) and start a new session: the dropped batches may or may not be on the target,
-        so their sequence cannot go on. Responses still on the way are ignored."""
+        so their sequence cannot go on. Responses still on the way are ignored. False: no
+        partition was given up (the transactional sessions give theirs up instead: True)."""
         for q in self._queues.values():
             q.clear()
             q.retry_at = 0.0
@@ -263,6 +264,7 @@ class ProducerSession:
         self._init, self._init_since = None, 0.0
         if self.producer_id >= 0:
             self._reset = True
+        return False
 
     # -- requests -------------------------------------------------------------------------------
 

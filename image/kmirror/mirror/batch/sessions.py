@@ -64,6 +64,19 @@ class Sessions(ProducerSession):
         if session is not None:
             session.drop(target)
 
+    def abandon(self) -> bool:
+        """A send failed (not acknowledged in time): under exactly-once the transactions that
+        hold unacknowledged batches cannot be finished (what the target has of them is
+        unknown), and their sequences cannot go on. Each is given up like a fenced one: marked
+        here, then dropped (batch/fencing.py, its queues forgotten, the transaction left to the
+        next InitProducerId), and the stream takes the partition back from its committed
+        progress (Subscription.take_back) instead of rewinding. True when any was."""
+        given_up = False
+        for session in self.by_source.values():
+            if not session.fenced and (session.open or session.unacknowledged):
+                session.fenced = given_up = True
+        return given_up
+
     @property
     def unacknowledged(self) -> int:
         return sum(s.unacknowledged for s in self.by_source.values() if not s.fenced)
