@@ -119,10 +119,14 @@ class ExactlyOnce:
             if exc.permanent:
                 raise
             # A progress record's batch not acknowledged in time (the target away longer than
-            # message.timeout.ms), before any transaction ended: those transactions are given
-            # up and their partitions taken back (batch/sessions.py, abandon), not the stream.
-            log.warning("exactly-once: %s; its transactions are given up and taken back", exc)
-            self.batch.abandon()
+            # message.timeout.ms), before any transaction ended: a failed send. Riding it out
+            # (abort.on.send.failure=false), those transactions are given up and their
+            # partitions taken back (batch/sessions.py, abandon); else the latch stops.
+            if self._latch.abort_on_send_failure:
+                self._latch.send_failed(exc.target[0], exc.target[1], exc.kafka_error(), batch=True)
+            else:
+                log.warning("exactly-once: %s; its transactions are given up and taken back", exc)
+                self.batch.abandon()
             done = {}
         done.update(self.record.commit(book, todo, max(deadline - time.monotonic(), 1.0)))
         if done and not group.commit(done):

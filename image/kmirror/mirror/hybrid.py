@@ -221,10 +221,15 @@ class HybridCopier:
         last commit) as for a record. Permanent refusals stop the mirror here."""
         if exc.permanent:
             raise exc
-        if self._batch.abandon():
+        latch = self._ctx.latch
+        if not self.guarantee.transactional:
+            self._batch.abandon()  # a new producer session; the rewind re-sends
+        elif not latch.abort_on_send_failure and self._batch.abandon():
+            # Riding failures out under exactly-once: the transactions holding what was not
+            # acknowledged are given up and taken back (Sessions.abandon), not rewound.
             log.warning("exactly-once: %s; its transactions are given up and taken back", exc)
             return
-        self._ctx.latch.send_failed(exc.target[0], exc.target[1], exc.kafka_error(), batch=True)
+        latch.send_failed(exc.target[0], exc.target[1], exc.kafka_error(), batch=True)
 
     def _revoke_batch(self, keys: Iterable[SourcePartition]) -> None:
         keys = list(keys)

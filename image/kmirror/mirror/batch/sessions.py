@@ -12,7 +12,7 @@ from typing import Any
 from kmirror.errors import MirrorError, SendError
 from kmirror.kafka.wire import Link
 from kmirror.mirror.batch.merger import Merger, Pending, Staged
-from kmirror.mirror.batch.producer import ProducerSession
+from kmirror.mirror.batch.producer import BatchSendError, ProducerSession
 from kmirror.mirror.batch.transactions import (
     FENCING,
     NO_ANSWER,
@@ -118,12 +118,22 @@ class Sessions(ProducerSession):
             elif code in FENCING:
                 session.fenced = True
             elif (code == NO_ANSWER or code in RETRIABLE) and (
-                session.waited_s(keys) <= self._delivery_timeout_s
+                session.waited_s(keys) > self._delivery_timeout_s
             ):
+                # Waited the delivery timeout: the batches were not acknowledged in time, as
+                # for a send (the loop gives the transaction up, see abandon).
+                raise BatchSendError(
+                    f"exactly-once: the target did not add {keys} to the transaction of {tid} "
+                    f"within {self._delivery_timeout_s:.0f} s (message.timeout.ms; "
+                    f"{error_name(code)})",
+                    keys[0],
+                    code=None if code == NO_ANSWER else code,
+                )
+            elif code == NO_ANSWER or code in RETRIABLE:
                 # The coordinator is away for longer than a request (its broker restarting,
                 # the coordinator moving): the batches wait and the next send asks again,
-                # within the delivery timeout of a batch, so a target that stays away ends
-                # the mirror after message.timeout.ms as a record-path send would, not after
+                # within the delivery timeout of a batch, so a target that stays away counts
+                # as a failed send after message.timeout.ms as on the record path, not after
                 # one request timeout.
                 log.warning(
                     "exactly-once: the target has not added %s to the transaction of %s yet "

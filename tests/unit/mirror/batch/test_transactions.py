@@ -12,8 +12,8 @@ import pytest
 from kafka.future import Future
 from kafka.record.default_records import DefaultRecordBatch
 
-from kmirror.errors import SendError
 from kmirror.mirror.batch.merger import Merger, Staged
+from kmirror.mirror.batch.producer import BatchSendError
 from kmirror.mirror.batch.records import rewrite, split
 from kmirror.mirror.batch.sessions import Sessions
 from kmirror.mirror.batch.transactions import (
@@ -230,8 +230,15 @@ def test_an_unanswered_add_is_asked_again_at_the_next_send(code: int) -> None:
     assert session.unacknowledged == 1
 
 
-def test_an_add_unanswered_past_the_delivery_timeout_ends_the_copy() -> None:
-    sessions, _, _ = _waiting(-1, delivery_timeout_s=0.0)
+def test_an_add_unanswered_past_the_delivery_timeout_is_a_failed_send() -> None:
+    """Like a batch not acknowledged in time: the loop stops (abort.on.send.failure=true) or
+    gives the transaction up and takes the partition back; not an error of its own kind."""
+    sessions, session, _ = _waiting(-1, delivery_timeout_s=0.0)
     time.sleep(0.01)
-    with pytest.raises(SendError, match="did not add"):
+    with pytest.raises(BatchSendError, match="did not add") as failed:
         sessions.send()
+    assert not failed.value.permanent and failed.value.target == ("t", 0)
+    # Given up (exactly-once, riding it out): the session holding the batch is marked for
+    # the fencing clean-up; the partition is taken back from its committed progress.
+    assert sessions.abandon() and session.fenced
+    assert not sessions.abandon()  # nothing left to give up
