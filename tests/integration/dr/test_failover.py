@@ -40,6 +40,10 @@ def transactions(bootstrap: str, topic: str) -> list[bytes]:
         for i, v in enumerate(values):
             p.produce(topic, v, partition=i % PARTITIONS)
         if batch % 3 == 1:
+            # Written first, so the aborted records take offsets in the log (the gaps), and
+            # the abort never races the partitions' AddPartitionsToTxn: librdkafka then fails
+            # it as INVALID_TXN_STATE, fatally (confluentinc/librdkafka#4849).
+            p.flush(30)
             p.abort_transaction(30)
         else:
             p.commit_transaction(30)
