@@ -88,7 +88,7 @@ chart-docs-tool: ## Bitnami readme-generator-for-helm, pinned by scripts/chart-d
 chart-docs: ## Regenerate the Parameters section of chart/kmirror/README.md from values.yaml (readme-generator-for-helm)
 	scripts/chart-docs
 
-test-faults: setup ## The long tier: the full fault-injection suite (30 kills, 5 broker restarts, 2-minute outage) and the other minute-long runs
+test-faults: setup image ## The long tier: the full fault-injection suite (30 kills, 5 broker restarts, 2-minute outage), the mirror as a Deployment under faults (local Kubernetes) and the other minute-long runs
 	KMIRROR_FAULTS=full $(PYTEST) -m slow $(PYTEST_ARGS)
 
 test-faults-short: setup ## The short fault scenarios make test runs, on their own
@@ -174,4 +174,4 @@ k8s-down: ## Stop the local Kubernetes cluster and remove all its state
 	scripts/k8s-local down
 
 test-k8s: setup k8s-binaries image ## helm install/test/upgrade/uninstall on the local cluster (starts and stops it)
-	$(PYTEST) -m k8s tests/k8s $(PYTEST_ARGS)
+	$(PYTEST) -m "k8s and not slow" tests/k8s $(PYTEST_ARGS)

@@ -18,12 +18,15 @@ AlterPartitionReassignments).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import pytest
 from confluent_kafka import Consumer, ElectionType, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from kafka.admin import KafkaAdminClient
@@ -274,3 +277,23 @@ def start_pair() -> Clusters3:
         raise
     pair.seconds = time.monotonic() - t0
     return pair
+
+
+def running_pair() -> Iterator[Clusters3]:
+    """The body of the `clusters3` fixtures (tests/faults, tests/k8s): the pair started (or
+    reused when a healthy pair of those names already runs) and stopped after the package's
+    last test that uses it, also when tests fail (atexit as a backstop): six idle JVMs would
+    otherwise hold 2 GB and some CPU through the rest of the session."""
+    try:
+        pair = start_pair()
+    except (kafkalocal.ClusterError, KafkaException, RuntimeError, TimeoutError) as exc:
+        pytest.fail(f"could not start the 3-broker clusters:\n{exc}", pytrace=False)
+    atexit.register(pair.stop)
+    how = f"started in {pair.seconds:.1f}s" if pair.started else "reused"
+    print(
+        f"\n[clusters3] {pair.proxied.source_bootstrap} -> {pair.proxied.target_bootstrap}: {how}"
+    )
+    try:
+        yield pair
+    finally:
+        pair.stop()

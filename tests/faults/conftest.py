@@ -7,15 +7,12 @@ variable the full variants skip, so a bare `pytest tests/faults` stays short).
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 from collections.abc import Callable, Iterator
 
 import pytest
-from confluent_kafka import KafkaException
 
-from scripts import kafkalocal
-from tests.faults.cluster3 import RATE3, Clusters3, start_pair
+from tests.faults.cluster3 import RATE3, Clusters3, running_pair
 from tests.faults.harness import RATE, Result, full_mode, write_results
 from tests.kafkatools import Clusters, delete_topic
 
@@ -85,24 +82,9 @@ def target_cleanup(clusters: Clusters) -> Iterator[list[str]]:
 
 @pytest.fixture(scope="package")
 def clusters3() -> Iterator[Clusters3]:
-    """Source and target as 3-broker clusters behind Toxiproxy (tests/faults/cluster3.py),
-    started by the first test that asks and stopped after the last test of tests/faults, also
-    when tests fail (atexit as a backstop): six idle JVMs would otherwise hold 2 GB and some
-    CPU through the rest of make test. Reused and left running when a healthy pair of those
-    names already runs."""
-    try:
-        pair = start_pair()
-    except (kafkalocal.ClusterError, KafkaException, RuntimeError, TimeoutError) as exc:
-        pytest.fail(f"could not start the 3-broker clusters:\n{exc}", pytrace=False)
-    atexit.register(pair.stop)
-    how = f"started in {pair.seconds:.1f}s" if pair.started else "reused"
-    print(
-        f"\n[clusters3] {pair.proxied.source_bootstrap} -> {pair.proxied.target_bootstrap}: {how}"
-    )
-    try:
-        yield pair
-    finally:
-        pair.stop()
+    """The 3-broker pair, started by the first test of tests/faults that asks and stopped after
+    its last (cluster3.running_pair)."""
+    yield from running_pair()
 
 
 @pytest.fixture

@@ -38,7 +38,7 @@ ORDER = [
     "stream-child-kill",
     *(f"{name}-{engine}{eos}" for name in ("leaders", "leader-kill9", "rolling-restart",
       "below-min-isr", "rtt-100ms", "src-leaders", "src-leader-kill9", "src-rolling-restart",
-      "src-partitioned", "half-open", "resets")
+      "src-partitioned", "half-open", "resets", "k8s-pod-delete-upgrade")
       for engine in ("record", "batch") for eos in ("", "-eos")),
 ]  # fmt: skip
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from kmirror import __version__
+from tests.faults import cluster3
 from tests.k8s import prebuild
 from tests.kafkatools import Clusters
 from tests.registry import PrivateRegistry, untag_pushed
@@ -75,9 +76,12 @@ class Kube:
 
 def _host_ports(clusters: Clusters) -> str:
     """Ports of the Kafka clusters that listen on this machine's loopback (made reachable from
-    pods at 127.0.0.1:<port> by scripts/k8s/cni-host-loopback)."""
+    pods at 127.0.0.1:<port> by scripts/k8s/cni-host-loopback): the two single-broker clusters
+    and the nodes of the 3-broker pair (tests/faults/cluster3.py, tests/k8s/test_k8s_faults.py),
+    whether or not that pair runs; the plugin's rules are per pod, fixed when it starts."""
     ports = []
-    for bootstrap in (clusters.source_bootstrap, clusters.target_bootstrap):
+    three = [q.direct_bootstrap for q in cluster3.layout().values()]
+    for bootstrap in (clusters.source_bootstrap, clusters.target_bootstrap, *three):
         for hostport in bootstrap.split(","):
             host, _, port = hostport.strip().rpartition(":")
             if host in ("127.0.0.1", "localhost"):
@@ -180,3 +184,10 @@ def k8s_cluster(clusters: Clusters, pushed_images: PushedImages) -> Iterator[Kub
                 _k8s_local("down", env=env, timeout=600)
             finally:
                 _log(f"scripts/k8s-local down took {time.monotonic() - t1:.0f}s")
+
+
+@pytest.fixture(scope="package")
+def clusters3() -> Iterator[cluster3.Clusters3]:
+    """The 3-broker pair for tests/k8s/test_k8s_faults.py (tests/faults has its own instance;
+    the k8s tests run last, after that package stopped it)."""
+    yield from cluster3.running_pair()

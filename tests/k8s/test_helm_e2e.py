@@ -20,7 +20,6 @@ cluster comes from scripts/k8s-local (tests/k8s/conftest.py). Run with `make tes
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +27,10 @@ from typing import Any
 
 import pytest
 
+from tests.k8s import release as release_ops
 from tests.k8s.conftest import PULL_SECRET, Kube, PushedImages
+from tests.k8s.release import CHART, HELM_TIMEOUT, apply, ready
+from tests.k8s.release import log as _log
 from tests.kafkatools import (
     Clusters,
     create_topic,
@@ -41,14 +43,7 @@ from tests.kafkatools import (
 
 pytestmark = pytest.mark.k8s
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-CHART = REPO_ROOT / "chart" / "kmirror"
 NAMESPACE = "kmirror-e2e"
-HELM_TIMEOUT = "15m"
-
-
-def _log(msg: str) -> None:
-    print(f"[k8s-e2e {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 def _records(prefix: str, n: int) -> list[dict[str, Any]]:
@@ -62,57 +57,20 @@ def _total(bootstrap: str, topic: str) -> int:
 
 
 def _hook_report(kube: Kube, release: str) -> str:
-    """The log of the validation hook Job's succeeded pod, read after helm returned. The test's
-    values keep the Job (deletePolicy before-hook-creation), so nothing depends on catching a
-    pod before Helm deletes it; each install/upgrade replaces the previous run's Job."""
-    selector = f"app.kubernetes.io/instance={release},app.kubernetes.io/component=validation"
-    data = kube.get_json("-n", NAMESPACE, "jobs", "-l", selector)
-    jobs: list[dict[str, Any]] = data["items"]  # type: ignore[assignment]
-    assert len(jobs) == 1, f"expected one validation hook Job, found {len(jobs)}"
-    job = jobs[0]
-    name = job["metadata"]["name"]
-    assert job.get("status", {}).get("succeeded", 0) >= 1, f"hook Job {name}: {job.get('status')}"
-    pods = kube.get_json("-n", NAMESPACE, "pods", "-l", f"batch.kubernetes.io/job-name={name}")
-    items: list[dict[str, Any]] = pods["items"]  # type: ignore[assignment]
-    done = [p["metadata"]["name"] for p in items if p["status"].get("phase") == "Succeeded"]
-    assert done, f"hook Job {name} has no succeeded pod"
-    return kube.kubectl("-n", NAMESPACE, "logs", done[0]).stdout
+    return release_ops.hook_report(kube, NAMESPACE, release)
 
 
 def _mirror_pods(kube: Kube, release: str) -> list[dict[str, Any]]:
-    data = kube.get_json(
-        "-n",
-        NAMESPACE,
-        "pods",
-        "-l",
-        f"app.kubernetes.io/instance={release},app.kubernetes.io/component=mirror",
-    )
-    items: list[dict[str, Any]] = data["items"]  # type: ignore[assignment]
-    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+    return release_ops.mirror_pods(kube, NAMESPACE, release)
 
 
-def _ready(pod: dict[str, Any]) -> bool:
-    conds = pod.get("status", {}).get("conditions", [])
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+def _dump(kube: Kube) -> None:
+    release_ops.dump(kube, NAMESPACE)
 
 
 def _step(name: str) -> Callable[[str], None]:
     _log(f"--- {name}")
     return _log
-
-
-def _apply(kube: Kube, manifest: str) -> None:
-    """kubectl apply of one JSON manifest, as a user pipes it in."""
-    proc = subprocess.run(
-        [kube.kubectl_bin, "apply", "-f", "-"],
-        input=manifest,
-        capture_output=True,
-        text=True,
-        env=kube.env,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
 
 
 def _mm2_properties(src: str, tgt: str, group: str, topics: str) -> str:
@@ -162,7 +120,7 @@ def _mm2_reload(
             "metadata": {"name": configmap, "namespace": NAMESPACE},
             "data": {"mm2.properties": _mm2_properties(src, tgt, f"{run}-mm2-group", topics)},
         }
-        _apply(kube, json.dumps(manifest))
+        apply(kube, json.dumps(manifest))
 
     apply_configmap(topic_c)
     values = {key: base_values[key] for key in ("global", "imagePullSecrets", "image", "resources")}
@@ -188,17 +146,9 @@ def _mm2_reload(
             lambda: _total(tgt, topic_c) == n_c, 180, 2, f"{n_c} records in target {topic_c}"
         )
         pods = _mirror_pods(kube, release)
-        assert pods and all(_ready(p) for p in pods), "mirror pods not Ready in mm2Config mode"
+        assert pods and all(ready(p) for p in pods), "mirror pods not Ready in mm2Config mode"
 
-        def restarts(ps: list[dict[str, Any]]) -> dict[str, int]:
-            return {
-                p["metadata"]["name"]: sum(
-                    s["restartCount"] for s in p["status"]["containerStatuses"]
-                )
-                for p in ps
-            }
-
-        before = restarts(pods)
+        before = release_ops.restarts(pods)
         _log(f"ConfigMap {configmap}: topics {topic_c} -> {topic_c}|{topic_d}")
         t0 = time.monotonic()
         apply_configmap(f"{topic_c}|{topic_d}")
@@ -206,7 +156,7 @@ def _mm2_reload(
             lambda: _total(tgt, topic_d) == n_d, 180, 2, f"{n_d} records in target {topic_d}"
         )
         _log(f"{topic_d} copied {time.monotonic() - t0:.0f}s after the ConfigMap changed")
-        assert restarts(_mirror_pods(kube, release)) == before, (
+        assert release_ops.restarts(_mirror_pods(kube, release)) == before, (
             "a mirror pod was replaced or restarted by the ConfigMap change"
         )
         assert _total(tgt, topic_c) == n_c, f"{topic_c} was copied again by the reload"
@@ -256,37 +206,11 @@ def test_helm_lifecycle(
         return ["-f", str(path)]
 
     try:
-        log = _step("namespace with Pod Security Standard 'restricted' enforced")
-        ns_manifest = json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Namespace",
-                "metadata": {
-                    "name": NAMESPACE,
-                    "labels": {
-                        "pod-security.kubernetes.io/enforce": "restricted",
-                        "pod-security.kubernetes.io/enforce-version": "latest",
-                    },
-                },
-            }
+        log = _step(
+            "namespace with Pod Security Standard 'restricted' enforced, pull secret "
+            f"{PULL_SECRET} for {images.registry}"
         )
-        _apply(kube, ns_manifest)
-        # The default ServiceAccount appears asynchronously.
-        wait_until(
-            lambda: (
-                kube.kubectl("-n", NAMESPACE, "get", "sa", "default", check=False).returncode == 0
-            ),
-            60,
-            1,
-            "default ServiceAccount in the namespace",
-        )
-
-        log = _step(f"pull secret {PULL_SECRET} for {images.registry} (podman login's auth file)")
-        kube.kubectl(
-            "-n", NAMESPACE, "create", "secret", "generic", PULL_SECRET,
-            "--type=kubernetes.io/dockerconfigjson",
-            f"--from-file=.dockerconfigjson={images.authfile}",
-        )  # fmt: skip
+        release_ops.namespace(kube, NAMESPACE, images.authfile)
 
         log = _step(f"topic {topic_a} with {n_first} records on the source")
         create_topic(src, topic_a, partitions=3)
@@ -303,7 +227,7 @@ def test_helm_lifecycle(
             _dump(kube)
         assert proc.returncode == 0, f"helm install failed:\n{proc.stdout}\n{proc.stderr}"
         pods = _mirror_pods(kube, release)
-        assert pods and all(_ready(p) for p in pods), "mirror pods not Ready after install"
+        assert pods and all(ready(p) for p in pods), "mirror pods not Ready after install"
         # The kubelet pulled the pushed image from the registry, with the pull secret.
         mirror_ref = f"{images.registry}/kmirror/mirror:{images.tag}"
         pulled = {s["imageID"] for p in pods for s in p["status"]["containerStatuses"]}
@@ -350,7 +274,7 @@ def test_helm_lifecycle(
         wait_until(
             lambda: (
                 (ps := _mirror_pods(kube, release))
-                and all(_ready(p) for p in ps)
+                and all(ready(p) for p in ps)
                 and not ({p["metadata"]["name"] for p in ps} & names_before)
             ),
             180,
@@ -427,14 +351,3 @@ def test_helm_lifecycle(
                     delete_topic(b, t, wait=False)
                 except Exception as exc:  # cleanup only
                     _log(f"cleanup: delete {t} at {b}: {exc}")
-
-
-def _dump(kube: Kube) -> None:
-    """What a person would look at when a step fails."""
-    for args in (
-        ("get", "pods,jobs,deploy,rs", "-o", "wide"),
-        ("get", "events", "--sort-by=.lastTimestamp"),
-        ("describe", "pods"),
-    ):
-        proc = kube.kubectl("-n", NAMESPACE, *args, check=False)
-        _log(f"kubectl {' '.join(args)}:\n{proc.stdout[-6000:]}{proc.stderr[-1000:]}")
