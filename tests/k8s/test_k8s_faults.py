@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 from collections.abc import Collection
 from pathlib import Path
@@ -36,11 +37,11 @@ from confluent_kafka.admin import AdminClient
 from tests.faults import harness
 from tests.faults.cluster3 import LINGER_MS3, RATE3, Clusters3
 from tests.faults.harness import Load, Progress, Result, topic_name, write_results
-from tests.faults.scenario3 import ENGINES, guarantee
+from tests.faults.scenario3 import CHECK_ERRORS, ENGINES, guarantee, lag
 from tests.faults.test_faults import CATCH_UP_S, judge
 from tests.k8s import release as ops
 from tests.k8s.conftest import PULL_SECRET, Kube, PushedImages
-from tests.kafkatools import admin, create_topic, delete_topic, wait_until
+from tests.kafkatools import Clusters, admin, create_topic, delete_topic, wait_until
 
 pytestmark = pytest.mark.k8s
 
@@ -63,6 +64,40 @@ def _combinations() -> Any:
 def _members(client: AdminClient, group: str) -> int:
     desc = client.describe_consumer_groups([group], request_timeout=10)[group].result()
     return len(desc.members)
+
+
+class Watch:
+    """While a step runs (helm and kubectl block the test): when everything the source held
+    at its start was committed, and the peak lag meanwhile, sampled by a thread with its own
+    clients (a Consumer is not shared between threads)."""
+
+    def __init__(self, clusters: Clusters, group: str, topic: str) -> None:
+        self._progress = Progress(clusters, group, topic)
+        self.goal = self._progress.source_end()
+        self.t0 = time.monotonic()
+        self.reached_s: float | None = None
+        self.lag_max = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="k8s-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            with contextlib.suppress(*CHECK_ERRORS):
+                done = self._progress.committed(len(self.goal))
+                self.lag_max = max(self.lag_max, lag(self._progress.source_end(), done))
+                if self.reached_s is None and self._progress.reached(self.goal):
+                    self.reached_s = round(time.monotonic() - self.t0, 2)
+
+    def stop(self, main: Progress) -> dict[str, Any]:
+        """Wait (on the test's own `main` client) until the goal is committed, stop sampling;
+        the step's recovery (seconds from its start) and peak lag."""
+        main.wait(self.goal, CATCH_UP_S, "everything written before the step")
+        self._stop.set()
+        self._thread.join(10)
+        self._progress.close()
+        recovery = self.reached_s if self.reached_s is not None else time.monotonic() - self.t0
+        return {"recovery_s": round(recovery, 2), "lag_max": self.lag_max}
 
 
 class Deployment:
@@ -223,8 +258,7 @@ class Scenario:
         """kubectl delete pod; the budget holds while the replacement starts."""
         victim, other = sorted(p["metadata"]["name"] for p in self.dep.pods())[:2]
         ops.log(f"--- kubectl delete pod {victim}")
-        goal = self.progress.source_end()
-        t0 = time.monotonic()
+        watch = Watch(self.direct, self.group, self.topic)
         self.kube.kubectl("-n", NAMESPACE, "delete", "pod", victim, "--wait=false")
         self.res.faults += 1
         # The replacement is not Ready for seconds (a container start, the mirror joining):
@@ -239,16 +273,14 @@ class Scenario:
             f"the eviction of {other} was not refused by the PodDisruptionBudget: {err}"
         )
         wait_until(lambda: self.dep.all_ready(exclude={victim}), 180, 1, "a Ready replacement pod")
-        self.progress.wait(goal, CATCH_UP_S, f"after deleting {victim}")
-        self.res.recovery_s.append(round(time.monotonic() - t0, 2))
+        self.step("delete", watch)
         self.res.details["after_delete_s"] = self.caught_up(f"deleting {victim}")
 
     def upgrade(self) -> None:
         """helm upgrade with a new pod template: every pod rolled, the hook validates."""
         ops.log("--- helm upgrade: a new pod template rolls every pod")
         before = {p["metadata"]["name"] for p in self.dep.pods()}
-        goal = self.progress.source_end()
-        t0 = time.monotonic()
+        watch = Watch(self.direct, self.group, self.topic)
         self.res.details["upgrade_s"] = round(self.dep.helm("upgrade", self.values("2")), 1)
         self.res.faults += 1
         wait_until(
@@ -256,9 +288,18 @@ class Scenario:
             and not ({p["metadata"]["name"] for p in self.dep.pods()} & before),
             180, 2, "every mirror pod replaced by a Ready new one",
         )  # fmt: skip
-        self.progress.wait(goal, CATCH_UP_S, "after the upgrade")
-        self.res.recovery_s.append(round(time.monotonic() - t0, 2))
+        self.step("upgrade", watch)
         self.res.details["after_upgrade_s"] = self.caught_up("the upgrade")
+
+    def step(self, name: str, watch: Watch) -> None:
+        """A step's recovery: from its start until everything written before it is committed
+        (while helm still waits for the roll and the hook, the mirror may be done long before);
+        its peak lag."""
+        seen = watch.stop(self.progress)
+        self.res.recovery_s.append(seen["recovery_s"])
+        self.res.details[f"{name}_lag_max"] = seen["lag_max"]
+        ops.log(f"{name}: everything written before it committed after {seen['recovery_s']}s, "
+                f"peak lag {seen['lag_max']}")  # fmt: skip
 
     def finish(self) -> None:
         """The load stops, everything is committed, the release stops cleanly; the verdict."""
