@@ -7,7 +7,8 @@ namespace that enforces the "restricted" Pod Security Standard; the mirror pods 
 running the pushed digest; the post-install validation
 hook Job completes and reports a match; records produced afterwards reach the target;
 `helm test` passes; `helm upgrade` with a changed whitelist rolls the pods (checksum annotation)
-and mirrors the new topic; the release moved to mm2Config mode with `reloadOnChange` applies an
+and mirrors the new topic; the release moved to mm2Config mode (a file with two flows, one each
+way, both run by the Deployment) with `reloadOnChange` applies an
 edited ConfigMap (a new topic) without a pod restart and without copying anything again; `helm
 uninstall` leaves nothing behind.
 
@@ -73,9 +74,11 @@ def _step(name: str) -> Callable[[str], None]:
     return _log
 
 
-def _mm2_properties(src: str, tgt: str, group: str, topics: str) -> str:
-    """A user's mm2.properties: one flow, the target's names the source's (identity), no
-    disaster-recovery topics (this step is about the reload, not DR)."""
+def _mm2_properties(src: str, tgt: str, group: str, topics: str, back: str) -> str:
+    """A user's mm2.properties with two flows, run by one Deployment (MM2's multi-cluster
+    mode): `src->tgt` copies `topics`, `tgt->src` copies the target's topic `back` to the
+    source; each its own consumer group, the target's names the source's (identity), no
+    disaster-recovery topics (this step is about flows and the reload, not DR)."""
     return "\n".join(
         [
             "clusters=src,tgt",
@@ -84,6 +87,9 @@ def _mm2_properties(src: str, tgt: str, group: str, topics: str) -> str:
             "src->tgt.enabled=true",
             f"src->tgt.topics={topics}",
             f"src->tgt.consumer.group.id={group}",
+            "tgt->src.enabled=true",
+            f"tgt->src.topics={back}",
+            f"tgt->src.consumer.group.id={group}-back",
             "replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
             "emit.checkpoints.enabled=false",
             "emit.heartbeats.enabled=false",
@@ -103,14 +109,17 @@ def _mm2_reload(
     tmp_path: Path,
 ) -> None:
     """The release moves to mm2Config mode (its mm2.properties in a ConfigMap of the user's,
-    `reloadOnChange: true`): one roll. Then the user edits the ConfigMap to add a topic: the
-    kubelet swaps the mounted file, the running pods reload it, copy the new topic and do not
-    copy the first one again; no pod is replaced or restarted."""
-    topic_c, topic_d = f"{run}-refunds", f"{run}-returns"
-    n_c, n_d = 400, 300
+    `reloadOnChange: true`): one roll; the file runs two flows, one each way, and both copy.
+    Then the user edits the ConfigMap to add a topic: the kubelet swaps the mounted file, the
+    running pods reload it, copy the new topic and do not copy the first one again; no pod is
+    replaced or restarted."""
+    topic_c, topic_d, topic_e = f"{run}-refunds", f"{run}-returns", f"{run}-back"
+    n_c, n_d, n_e = 400, 300, 200
     for topic, n, prefix in ((topic_c, n_c, "c"), (topic_d, n_d, "d")):
         create_topic(src, topic, partitions=2)
         produce(src, topic, _records(prefix, n))
+    create_topic(tgt, topic_e, partitions=2)
+    produce(tgt, topic_e, _records("e", n_e))
     configmap = f"{run}-mm2"
 
     def apply_configmap(topics: str) -> None:
@@ -118,7 +127,9 @@ def _mm2_reload(
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": configmap, "namespace": NAMESPACE},
-            "data": {"mm2.properties": _mm2_properties(src, tgt, f"{run}-mm2-group", topics)},
+            "data": {
+                "mm2.properties": _mm2_properties(src, tgt, f"{run}-mm2-group", topics, topic_e)
+            },
         }
         apply(kube, json.dumps(manifest))
 
@@ -145,6 +156,10 @@ def _mm2_reload(
         wait_until(
             lambda: _total(tgt, topic_c) == n_c, 180, 2, f"{n_c} records in target {topic_c}"
         )
+        wait_until(
+            lambda: _total(src, topic_e) == n_e, 180, 2,
+            f"{n_e} records of the target's {topic_e} in the source (flow tgt->src)",
+        )  # fmt: skip
         pods = _mirror_pods(kube, release)
         assert pods and all(ready(p) for p in pods), "mirror pods not Ready in mm2Config mode"
 
