@@ -43,6 +43,9 @@ from kmirror.progress.codec import encode_record
 log = logging.getLogger(__name__)
 
 PARALLEL_CALLS = 8  # concurrent init/commit round trips per stream
+# Seconds a commit still pending at its deadline is retried for (_commit_one); with the
+# flush before it, a stream's commit stays within the supervisor's 120 s liveness window.
+SETTLE_S = 15.0
 # The coordinator says another producer with our transactional.id took over (or timed our
 # transaction out: the same epoch bump, kmirror.kafka.transactions.FENCED_LOG).
 FENCED = frozenset(
@@ -293,8 +296,18 @@ class RecordExactlyOnce:
     def _commit_one(self, t: _Txn, record: tuple[bytes, bytes], deadline: float) -> None:
         """The progress record into the partition's transaction, then commit it. A retriable
         failure (coordinator moving, request timed out) is retried until the deadline, as
-        librdkafka asks: the outcome is unknown until a retry says so."""
+        librdkafka asks: the outcome is unknown until a retry says so.
+
+        A commit still pending at the deadline gets SETTLE_S more: the deadline is the flush
+        timeout, message.timeout.ms, which is also the progress record's own delivery timeout,
+        so when the target does not answer (a half-open connection to the progress
+        partition's leader) the deadline and the record's timeout fall together. A retry
+        after it gets the outcome: the transaction failed as a whole (abortable: the latch
+        rewinds or stops, as for any failed send), instead of an unknown outcome that stopped
+        the stream (it cannot be aborted meanwhile: librdkafka refuses another transactional
+        call while a commit it timed out is pending)."""
         producer = t.producer
+        deadline += SETTLE_S
         if not t.open:
             producer.begin_transaction()
             t.open = True

@@ -9,6 +9,7 @@ test_batch_exactly_once.py)."""
 from __future__ import annotations
 
 import threading
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -28,6 +29,7 @@ from kmirror.config.model import ClusterConfig, MirrorConfig
 from kmirror.errors import ClusterError, ConfigError, MirrorError
 from kmirror.kafka import clients
 from kmirror.metrics.worker import WorkerMetrics
+from kmirror.mirror import record_transactions
 from kmirror.mirror.batch.fencing import Fenced
 from kmirror.mirror.batch.guarantee import BatchExactlyOnce, Wire
 from kmirror.mirror.batch.merger import Merger
@@ -336,6 +338,35 @@ def test_record_path_a_fatal_abort_drops_the_partition_instead_of_stopping(
     part.producer_for(OTHER)
     with pytest.raises(MirrorError, match="could not abort"):
         part.abort()
+
+
+def test_record_path_a_commit_pending_at_its_deadline_waits_for_its_outcome(
+    producers: dict[SourcePartition, FakeProducer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The target does not answer (a half-open connection to the progress partition's leader):
+    the commit's deadline and its progress record's delivery timeout fall together, so the
+    commit is still pending (retriable) at the deadline and fails as a whole just after. It goes
+    to the latch like any failed send (the loop rewinds or stops), instead of an unknown
+    outcome that stopped the stream."""
+    monkeypatch.setattr(record_transactions, "SETTLE_S", 0.3)
+    book = copied()
+    latch = FailureLatch(abort_on_send_failure=False)
+    part, _, _ = record_part(book, latch)
+    part.open([KEY])
+    part.producer_for(KEY)
+    settled_at = time.monotonic() + 0.1  # after the commit's own deadline (0.01 s)
+
+    def commit(timeout: float) -> None:
+        producers[KEY].calls.append("commit")
+        if time.monotonic() < settled_at:
+            time.sleep(0.02)
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, retriable=True))
+        raise KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, txn_requires_abort=True))
+
+    producers[KEY].commit_transaction = commit  # type: ignore[method-assign]
+    assert part.commit(book, [KEY], 0.01) == {}  # before: MirrorError, "committing ... failed"
+    assert [(f.topic, f.partition) for f in latch.failures] == [KEY]
+    assert part.owns(KEY)  # not fenced: the rewind aborts it and copies again
 
 
 # -- exactly-once on the batch path -------------------------------------------------------------
