@@ -283,10 +283,16 @@ class RecordCopier:
                     if delivery.fencing(source, exc.args[0]):
                         producer = None  # dropped at the end of the step
                         break
-                    if code == KafkaError._STATE and latch.recorded:
+                    if code == KafkaError._STATE:
                         # Exactly-once: the transaction failed as a whole (its sends timed out
-                        # or were refused, which the latch holds), so its producer takes
-                        # nothing until the stream's rewind aborts it.
+                        # or were refused), so its producer takes nothing until the stream's
+                        # rewind aborts it. The failed sends' reports may still be queued:
+                        # served now, they put the failure in the latch; if they do not, the
+                        # refusal itself is this record's failed send (a rewind, or a stop with
+                        # abort.on.send.failure=true), never a crash of the stream.
+                        producer.poll(0)
+                        if not latch.recorded:
+                            latch.send_failed(dst, kwargs.get("partition", -1), exc.args[0])
                         halted = True
                         break
                     if code != KafkaError._UNKNOWN_PARTITION:

@@ -680,3 +680,25 @@ def test_a_failed_transaction_stops_the_batch_and_leaves_the_rewind_to_the_loop(
     copier._copy([Record(0), Record(1), Record(2)])  # type: ignore[list-item]
     assert failed.calls == [("produce", "t")]
     assert latch.recorded and book["t", 0].acked == 0
+
+
+def test_a_failed_transaction_whose_reports_are_not_served_yet_is_a_failed_send(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by the full tier's half-open scenario (record path, exactly-once, session 11):
+    the transaction failed as a whole (its sends to a silent leader timed out) before the
+    copier had served those sends' reports, so the latch was still empty when the next
+    produce was refused with _STATE, and the stream crashed. The refusal is now this record's
+    failed send: the loop rewinds (or stops with abort.on.send.failure=true)."""
+    from kmirror.mirror.record_copier import RecordCopier
+
+    book = ProgressBook()
+    book.open(*KEY, 0)
+    latch = FailureLatch(abort_on_send_failure=False)
+    failed = FailedTransaction()
+    monkeypatch.setattr(clients, "producer", lambda config, overrides=None: failed)
+    copier = RecordCopier(context(book, latch), AtLeastOnce(latch))
+    copier._copy([Record(0), Record(1), Record(2)])  # type: ignore[list-item]  # before: raised
+    assert failed.calls == [("produce", "t")]
+    assert [f.error.code() for f in latch.failures] == [KafkaError._STATE]
+    assert book["t", 0].acked == 0
