@@ -4,8 +4,10 @@ JSON on stdout."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -110,7 +112,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    code = main()
+    # Leave without the interpreter's finalization. librdkafka's clients run native threads
+    # (a service's client can still be in a TLS handshake when its thread missed the stop's
+    # grace), and tearing them down during finalization once crashed the process with
+    # SIGSEGV right after "kmirror exiting code=3" (the bad-input catalogue's wrong CA): the
+    # exit code scripts and Kubernetes act on must be the one kmirror decided. Everything
+    # meant for the user is flushed first; the stream processes have exited by now.
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
