@@ -43,8 +43,9 @@ from kmirror.progress.codec import encode_record
 log = logging.getLogger(__name__)
 
 PARALLEL_CALLS = 8  # concurrent init/commit round trips per stream
-# Seconds a commit still pending at its deadline is retried for (_commit_one); with the
-# flush before it, a stream's commit stays within the supervisor's 120 s liveness window.
+# Seconds a commit still pending at its deadline is retried for (_commit_one): the commit
+# call then lasts at most message.timeout.ms + 15 s (75 s by default), under the supervisor's
+# 120 s liveness window.
 SETTLE_S = 15.0
 # The coordinator says another producer with our transactional.id took over (or timed our
 # transaction out: the same epoch bump, kmirror.kafka.transactions.FENCED_LOG).
