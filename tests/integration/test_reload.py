@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.test_mirror import assert_same, sample_records, target_has
 from tests.integration.test_supervisor import alive, children
@@ -28,8 +29,11 @@ from tests.promtext import sample
 pytestmark = pytest.mark.integration
 
 
-def mm2_properties(clusters: Clusters, group: str, topics: str, source: str = "") -> str:
-    """Two streams, identity names, commits every second, checked for new topics every 2 s."""
+def mm2_properties(
+    clusters: Clusters, group: str, topics: str, source: str = "", protocol: str = "classic"
+) -> str:
+    """Two streams, identity names, commits every second, checked for new topics every 2 s;
+    `protocol`: the consumer group protocol (`consumer`: KIP-848's)."""
     return (
         "clusters = A, B\n"
         f"A.bootstrap.servers = {source or clusters.source_bootstrap}\n"
@@ -42,6 +46,7 @@ def mm2_properties(clusters: Clusters, group: str, topics: str, source: str = ""
         "offset.flush.interval.ms = 1000\n"
         "refresh.topics.interval.seconds = 2\n"
         f"A->B.consumer.group.id = {group}\n"
+        f"A->B.consumer.group.protocol = {protocol}\n"
     )
 
 
@@ -108,6 +113,69 @@ def test_sighup_adds_a_topic_live_and_refuses_what_needs_a_restart(
         for outcome, count in (("applied", 1), ("refused", 1), ("invalid", 1)):
             assert sample(metrics, "kmirror_reloads_total", outcome=outcome) == count
         assert mirror.stop() == 0, mirror.log
+    assert_same(consume_all(src, first), consume_all(dst, first))
+    assert_same(consume_all(src, second), consume_all(dst, second))
+
+
+def per_stream(metrics: str, name: str, **labels: str) -> dict[str, float]:
+    """One metric's value per stream, `labels` matched."""
+    return {
+        s.labels["stream"]: float(s.value)
+        for family in text_string_to_metric_families(metrics)
+        for s in family.samples
+        if s.name == name and labels.items() <= s.labels.items()
+    }
+
+
+@pytest.mark.slow
+def test_a_reload_under_kip848_moves_no_partition(
+    tmp_path: Path, clusters: Clusters, make_topic, make_group_id, unique_name
+) -> None:
+    """With KIP-848's group protocol (`group.protocol=consumer`, Kafka 4.0+ brokers) a new
+    subscription is no rebalance: the coordinator adds the new topic's partitions to the
+    members' assignments, no stream gives any partition back, and the first topic is copied
+    throughout. (The classic protocol rejoins the group once: the test above.)"""
+    src, dst = clusters.source_bootstrap, clusters.target_bootstrap
+    first = make_topic(src, partitions=2)
+    produce(src, first, sample_records(100, 2))
+    group = make_group_id()
+    mm2 = tmp_path / "mm2.properties"
+    mm2.write_text(mm2_properties(clusters, group, first, protocol="consumer"), "utf-8")
+    with MirrorProcess(["run", "--mm2-config", str(mm2)], tmp_path / "m.log") as mirror:
+        wait_until(target_has(clusters, first, 100), 90, 0.5, "the first topic copied")
+        mirror.wait_ready(60)
+        wait_until(lambda: len(member_ids(src, group)) == 2, 30, 0.5, "both streams joined")
+        members = member_ids(src, group)
+
+        def spread() -> dict[str, float] | None:
+            """The revocations so far, once each stream copies one partition (the second
+            stream's join took one from the first)."""
+            text = mirror.get("/metrics")[1]
+            held = per_stream(text, "kmirror_mirror_assigned_partitions")
+            done = sorted(held.values()) == [1.0, 1.0]
+            return (
+                per_stream(text, "kmirror_mirror_rebalances_total", kind="revoke") if done else None
+            )
+
+        revoked = wait_until(spread, 30, 0.5, "a partition per stream")
+
+        second = unique_name("reload-b")
+        mm2.write_text(
+            mm2_properties(clusters, group, f"{first}, {second}", protocol="consumer"), "utf-8"
+        )
+        hang_up(mirror, "reload (SIGHUP) applied flow=A->B changed=topics")
+        second = make_topic(src, partitions=2, name=second)
+        produce(src, second, sample_records(60, 2))
+        produce(src, first, sample_records(50, 2))
+        wait_until(target_has(clusters, second, 60), 60, 0.5, "the new topic copied")
+        wait_until(target_has(clusters, first, 150), 60, 0.5, "the first topic copied on")
+        assert member_ids(src, group) == members
+        after = per_stream(
+            mirror.get("/metrics")[1], "kmirror_mirror_rebalances_total", kind="revoke"
+        )
+        assert after == revoked, mirror.log
+        assert mirror.stop() == 0, mirror.log
+    assert sum(end_offsets(dst, first).values()) == 150  # nothing copied twice
     assert_same(consume_all(src, first), consume_all(dst, first))
     assert_same(consume_all(src, second), consume_all(dst, second))
 
