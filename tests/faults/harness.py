@@ -424,22 +424,27 @@ def write_results(results: list[Result], mode: str, stem: str = "faults", rate: 
     """bench/results/<stem>-<mode>.json (faults3: the 3-broker scenarios, their own rate)."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"{stem}-{mode}.json"
+    made = provenance()
+    # Each row says which run made it: a file can hold rows of several runs (below).
+    run = {"git": made["git"], "created": made["created"]}
     doc = {
         "mode": mode,
-        **provenance(),
+        **made,
         "rate_records_per_s": rate,
         "commit_interval_ms": COMMIT_INTERVAL_MS,
         "session_timeout_ms": SESSION_TIMEOUT_MS,
-        "scenarios": [{**asdict(r), **r.summary()} for r in results],
+        "scenarios": [{**asdict(r), **r.summary(), **run} for r in results],
     }
     # Keep the other scenarios of an earlier run (a -k selection must not erase them).
     if path.exists():
         with contextlib.suppress(ValueError, KeyError, TypeError):
             old = json.loads(path.read_text())
             names = {s["scenario"] for s in doc["scenarios"]}
-            doc["scenarios"] = [s for s in old["scenarios"] if s["scenario"] not in names] + doc[
-                "scenarios"
-            ]
+            kept = [s for s in old["scenarios"] if s["scenario"] not in names]
+            for s in kept:  # rows of files written before rows carried their run
+                s.setdefault("git", old.get("git"))
+                s.setdefault("created", old.get("created"))
+            doc["scenarios"] = kept + doc["scenarios"]
     doc["scenarios"].sort(key=lambda s: s["scenario"])
     path.write_text(json.dumps(doc, indent=2) + "\n")
     return path

@@ -52,14 +52,21 @@ def table(doc: dict[str, Any]) -> str:
         doc["scenarios"],
         key=lambda s: ORDER.index(s["scenario"]) if s["scenario"] in ORDER else 99,
     )
+
+    def run(s: dict[str, Any]) -> str:
+        return f"{s.get('created') or doc['created']} (git {s.get('git') or doc.get('git') or '?'})"
+
+    runs = sorted({run(s) for s in rows})
     out = [
-        f"Run {doc['created']} (git {doc.get('git') or '?'}, {doc['host']['cpus']} CPUs, "
+        f"Run{'s' if len(runs) > 1 else ''} {', '.join(runs)}, {doc['host']['cpus']} CPUs, "
         f"load {doc['rate_records_per_s']} records/s, commit interval "
-        f"{doc['commit_interval_ms']} ms, session timeout {doc['session_timeout_ms']} ms).",
+        f"{doc['commit_interval_ms']} ms, session timeout {doc['session_timeout_ms']} ms"
+        f"{'; each row names its run' if len(runs) > 1 else ''}.",
         "",
         "| scenario | faults | produced | mirrored | missing | duplicates "
-        "| recovery median / max (s) | catch-up (s) | mirror exit codes |",
-        "|---|---:|---:|---:|---:|---:|---|---:|---|",
+        "| recovery median / max (s) | catch-up (s) | mirror exit codes |"
+        + (" run |" if len(runs) > 1 else ""),
+        "|---|---:|---:|---:|---:|---:|---|---:|---|" + ("---|" if len(runs) > 1 else ""),
     ]
     for s in rows:
         exits = ", ".join(str(c) for c in s["mirror_exits"]) or "-"
@@ -70,6 +77,7 @@ def table(doc: dict[str, Any]) -> str:
             f"| {s['scenario']} | {s['faults']} | {s['produced']} | {s['mirrored']} | "
             f"**{s['missing']}** | {s['duplicates']} | {_s(s['recovery_median_s'])} / "
             f"{_s(s['recovery_max_s'])} | {_s(s['catch_up_s'])} | {exits} |"
+            + (f" {run(s)} |" if len(runs) > 1 else "")
         )
     return "\n".join(out)
 
