@@ -300,10 +300,15 @@ def produce(
 def _watermarks(
     consumer: Consumer, topic: str, partitions: list[int]
 ) -> dict[int, tuple[int, int]]:
-    return {
-        p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)
-        for p in partitions
-    }
+    out = {}
+    for p in partitions:
+        marks = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)
+        if marks is None:  # confluent-kafka's answer to a timeout: an error like any other
+            raise KafkaException(
+                KafkaError(KafkaError._TIMED_OUT, f"watermark offsets of {topic}[{p}] timed out")
+            )
+        out[p] = marks
+    return out
 
 
 def end_offsets(bootstrap: str, topic: str, **conf: Any) -> dict[int, int]:
