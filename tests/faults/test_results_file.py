@@ -47,6 +47,6 @@ def test_rows_of_an_earlier_run_keep_their_commit(
     assert f"| {doc['created']} (git {doc['git']}) |" in text
 
     # A file of one run: no run column.
-    write_results([Result("leaders-batch", "full", 2, 10, 10, 0)], "full", "faults3")
-    single = table(json.loads(path.read_text()))
+    one = write_results([Result("kill9", "full", 30, 10, 10, 0)], "full", "faults")
+    single = table(json.loads(one.read_text()))
     assert "each row names its run" not in single and "| run |" not in single
