@@ -56,10 +56,12 @@ typecheck: venv ## mypy --strict on both packages
 
 # Everything but the long tier (make test-faults: the full fault suite and the other minute-long
 # runs) and the benchmark smoke run (make bench-smoke); the short fault scenarios and the
-# live-Kubernetes suite are in. For that suite
-# (root) pytest starts the Kubernetes build in the background under nice -n 19 as soon as it has
-# collected, runs the k8s tests last, and they wait for the build (tests/k8s/prebuild.py; times
-# in docs/kubernetes.md). K8S=0 leaves it out (a machine that cannot run Kubernetes).
+# live-Kubernetes suite are in. Two pytest sessions side by side, each with a Kafka pair of its
+# own (scripts/run-tests says which tests run where, and why). Pytest starts the image build
+# and (root) the Kubernetes build in the background under nice -n 19 as soon as it has
+# collected, runs the image tests and then the k8s tests last, and they wait for the builds
+# (tests/prebuild.py; times in docs/kubernetes.md). K8S=0 leaves out the k8s tests (a machine
+# that cannot run Kubernetes).
 K8S ?= 1
 ifeq ($(K8S),1)
 TEST_MARKERS ?= not slow and not bench and not soak
@@ -68,7 +70,7 @@ TEST_MARKERS ?= not slow and not bench and not soak and not k8s
 endif
 
 test: setup lint typecheck ## The suite: lint, types, unit, integration, bad input, chart, image, spark, security, short faults, helm on a live Kubernetes (K8S=0: without)
-	$(PYTEST) -m "$(TEST_MARKERS)" --durations=40 $(PYTEST_ARGS)
+	scripts/run-tests "$(TEST_MARKERS)" --durations=40 $(PYTEST_ARGS)
 
 test-unit: venv ## Pure-logic tests, no broker
 	$(PYTEST) -m unit $(PYTEST_ARGS)

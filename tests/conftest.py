@@ -3,7 +3,8 @@
 Clusters come from ``KMIRROR_SOURCE_BOOTSTRAP`` / ``KMIRROR_TARGET_BOOTSTRAP`` when both are set
 (``scripts/kafka-local env`` prints them for the clusters it runs); otherwise the first test that
 asks for ``clusters`` starts ``source`` (127.0.0.1:19092) and ``target`` (127.0.0.1:29092) with
-scripts.kafkalocal, and the session stops them at its end (atexit as a backstop). Tests that need
+scripts.kafkalocal (or the pair ``KMIRROR_LOCAL_CLUSTERS`` names), and the session stops them at
+its end (atexit as a backstop). Tests that need
 no broker start nothing.
 """
 
@@ -18,28 +19,38 @@ from typing import Any
 import pytest
 
 from scripts import kafkalocal
+from tests import prebuild
 from tests.aclclusters import acl_clusters  # noqa: F401 - session fixture
-from tests.k8s import prebuild
 from tests.kafkatools import Clusters, create_topic, delete_topic, unique
 from tests.schemaregistry import schema_registries  # noqa: F401 - session fixture
 from tests.securecluster import secure_cluster  # noqa: F401 - session fixture
 
 
+def _late(item: pytest.Item) -> int:
+    """0 for most tests; 1 for the image tests, 2 for the k8s tests: they run last, so the
+    builds started below have the rest of the run to use the CPU the other tests leave idle."""
+    if item.get_closest_marker("k8s") is not None:
+        return 2
+    return 1 if item.get_closest_marker("image") is not None else 0
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The k8s tests run last (`make test`): the Kubernetes build started below then
-    has the whole run to use the CPU the other tests leave idle. The sort is stable."""
-    items.sort(key=lambda item: item.get_closest_marker("k8s") is not None)
+    items.sort(key=_late)  # stable: the order within each part stays
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if session.config.option.collectonly or os.geteuid() != 0:
+    if session.config.option.collectonly:
         return
-    if any(i.get_closest_marker("k8s") for i in session.items):
-        prebuild.start()
+    late = {_late(i) for i in session.items}
+    if late & {1, 2}:  # the k8s tests push the images
+        prebuild.IMAGES.start()
+    if 2 in late and os.geteuid() == 0:
+        prebuild.KUBERNETES.start()
 
 
 def pytest_sessionfinish() -> None:
-    prebuild.stop()
+    prebuild.KUBERNETES.stop()
+    prebuild.IMAGES.stop()
 
 
 def _local_name_for(bootstrap: str) -> str | None:
@@ -56,6 +67,26 @@ def _running(name: str) -> bool:
     return pid is not None and bool(kafkalocal.pid_alive(pid, name))
 
 
+def _local_pair() -> dict[str, int]:
+    """The pair this session starts: `source` and `target` unless KMIRROR_LOCAL_CLUSTERS names
+    another (`SOURCE=PORT,TARGET=PORT`: make test runs two sessions side by side, each with a
+    pair of its own; scripts/run-tests)."""
+    given = os.environ.get("KMIRROR_LOCAL_CLUSTERS")
+    if not given:
+        return dict(kafkalocal.DEFAULT_CLUSTERS)
+    pair = {}
+    for item in given.split(","):
+        name, _, port = item.strip().partition("=")
+        if not name or not port.isdigit():
+            raise pytest.UsageError(
+                f"KMIRROR_LOCAL_CLUSTERS={given!r}: want SOURCE=PORT,TARGET=PORT"
+            )
+        pair[name] = int(port)
+    if len(pair) != 2:
+        raise pytest.UsageError(f"KMIRROR_LOCAL_CLUSTERS={given!r}: want two clusters")
+    return pair
+
+
 @pytest.fixture(scope="session")
 def clusters() -> Iterator[Clusters]:
     """The source and target clusters (started on first use unless given by the environment)."""
@@ -68,8 +99,9 @@ def clusters() -> Iterator[Clusters]:
         yield Clusters(src, tgt, src_name or "source", tgt_name or "target", managed)
         return
 
-    names = ["source", "target"]
-    specs = [kafkalocal.ClusterSpec(n, kafkalocal.DEFAULT_CLUSTERS[n]) for n in names]
+    pair = _local_pair()
+    names = list(pair)
+    specs = [kafkalocal.ClusterSpec(n, port) for n, port in pair.items()]
     # Stop only what this session starts; a cluster someone left running stays running.
     ours = [n for n in names if not _running(n)]
 
@@ -87,10 +119,10 @@ def clusters() -> Iterator[Clusters]:
         pytest.fail(f"could not start the local Kafka clusters:\n{exc}", pytrace=False)
     try:
         yield Clusters(
-            results["source"].bootstrap,
-            results["target"].bootstrap,
-            "source",
-            "target",
+            results[names[0]].bootstrap,
+            results[names[1]].bootstrap,
+            names[0],
+            names[1],
             managed=True,
         )
     finally:

@@ -5,10 +5,14 @@ row's consumer group, no topic created on the target, the row's password nowhere
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,8 @@ from tests.conftest import MakeTopic
 from tests.kafkatools import (
     Clusters,
     committed_offsets,
+    create_topic,
+    delete_topic,
     list_topics,
     produce,
     unique,
@@ -153,8 +159,6 @@ def snapshot(ctx: Ctx) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def shared_topic(clusters: Clusters) -> Iterator[str]:
     """One source topic (2 partitions, 10 records) the rows without their own setup select."""
-    from tests.kafkatools import create_topic, delete_topic
-
     name = unique("badinput")
     create_topic(clusters.source_bootstrap, name, 2)
     records = [{"key": b"k%d" % i, "value": b"v"} for i in range(10)]
@@ -215,45 +219,117 @@ def _helm(values: Any, tmp: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_bad_input(
-    case: Case,
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
-    make_topic: MakeTopic,
-) -> None:
-    if case.needs == "chart":
+@dataclass
+class Outcome:
+    """One row run: the command's result and the cluster state around it (None: a chart row,
+    which reaches no cluster)."""
+
+    result: subprocess.CompletedProcess[str]
+    elapsed: float
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    topic: str = ""
+
+
+def run_row(case: Case, tmp: Path, ctx_of: Callable[[Case, Path], Ctx] | None) -> Outcome:
+    if ctx_of is None:
         inv = case.build(None)
-        result = _helm(inv.helm_values, tmp_path)
-        out = result.stderr + result.stdout
-        assert result.returncode == case.code, out[-2000:]
-        assert case.fragment in out, out[-2000:]
-        assert PASSWORD not in out, "a password was echoed"
-        return
-    clusters: Clusters = request.getfixturevalue("clusters")
-    shared: str = request.getfixturevalue("shared_topic")
-    secure = request.getfixturevalue("secure_cluster") if case.needs == "secure" else None
-    group = unique(f"g-badinput-{case.id}")
-    topic = prepare(case, clusters, make_topic, shared, group)
-    ctx = Ctx(tmp_path, clusters, topic, group, secure)
+        result = _helm(inv.helm_values, tmp)
+        return Outcome(result, 0.0)
+    ctx = ctx_of(case, tmp)
     inv = case.build(ctx)
     before = snapshot(ctx)
     with ctx.busy:
         result = run_kmirror(inv.args, kmirror_env(inv.env), timeout=case.max_seconds + 60)
-    elapsed: float = result.elapsed  # type: ignore[attr-defined]
+    return Outcome(result, result.elapsed, before, snapshot(ctx), ctx.topic)  # type: ignore[attr-defined]
+
+
+# Rows run ROW_WORKERS at a time: most of a row is a process starting, or waiting on a
+# cluster that is not there (the unreachable rows' 20 s), so the catalogue takes about a
+# third of its one-at-a-time time on 2 cores; every row has its own group and topic names,
+# and its time bound (max_seconds) is far above what it takes even so.
+ROW_WORKERS = 4
+
+
+@pytest.fixture(scope="module")
+def outcomes(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Outcome | BaseException]]:
+    """Every row this session selected, run; by row id, its Outcome or what it raised."""
+    by_id = {c.id: c for c in CASES}
+    selected = [
+        by_id[item.callspec.id]
+        for item in request.session.items
+        if isinstance(item, pytest.Function) and item.originalname == "test_bad_input"
+    ]
+    created: list[tuple[str, str]] = []
+    lock = threading.Lock()
+    ctx_of = None
+    if any(c.needs != "chart" for c in selected):
+        clusters: Clusters = request.getfixturevalue("clusters")
+        shared: str = request.getfixturevalue("shared_topic")
+        secure = (
+            request.getfixturevalue("secure_cluster")
+            if any(c.needs == "secure" for c in selected)
+            else None
+        )
+
+        def make_topic(bootstrap: str, name: str, partitions: int = 1) -> str:
+            create_topic(bootstrap, name, partitions)
+            with lock:
+                created.append((bootstrap, name))
+            return name
+
+        def ctx_of_row(case: Case, tmp: Path) -> Ctx:
+            group = unique(f"g-badinput-{case.id}")
+            topic = prepare(case, clusters, make_topic, shared, group)
+            return Ctx(tmp, clusters, topic, group, secure if case.needs == "secure" else None)
+
+        ctx_of = ctx_of_row
+
+    def one(case: Case) -> Outcome:
+        tmp = tmp_path_factory.mktemp(f"row-{case.id}")
+        return run_row(case, tmp, None if case.needs == "chart" else ctx_of)
+
+    out: dict[str, Outcome | BaseException] = {}
+    with ThreadPoolExecutor(ROW_WORKERS) as pool:
+        futures = {case.id: pool.submit(one, case) for case in selected}
+        for row, future in futures.items():
+            try:
+                out[row] = future.result()
+            except BaseException as exc:
+                out[row] = exc
+    yield out
+    for bootstrap, topic in created:
+        with contextlib.suppress(Exception):
+            delete_topic(bootstrap, topic, timeout=10, wait=False)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input(case: Case, outcomes: dict[str, Outcome | BaseException]) -> None:
+    outcome = outcomes[case.id]
+    if isinstance(outcome, BaseException):
+        raise outcome
+    result = outcome.result
     out = result.stderr + result.stdout
     assert result.returncode == case.code, f"exit {result.returncode}:\n{out[-3000:]}"
     assert case.fragment in out, out[-3000:]
-    assert elapsed <= case.max_seconds, f"took {elapsed:.0f}s (bound {case.max_seconds:.0f}s)"
     assert PASSWORD not in out, "a password was echoed"
-    after = snapshot(ctx)
+    if outcome.before is None or outcome.after is None:
+        return  # a chart row
+    assert outcome.elapsed <= case.max_seconds, (
+        f"took {outcome.elapsed:.0f}s (bound {case.max_seconds:.0f}s)"
+    )
+    before, after = outcome.before, outcome.after
     assert after["offsets"] == before["offsets"], "the consumer group committed offsets"
-    # Only topics named after the row's selection count: other work may share the clusters.
-    new = {t for t in after["target_topics"] - before["target_topics"] if topic in t}
+    # Only topics named after the row's selection count: other work shares the clusters.
+    new = {t for t in after["target_topics"] - before["target_topics"] if outcome.topic in t}
     assert not new, f"topics appeared on the target: {new}"
-    if secure is not None:
+    if "secure_offsets" in before:
         assert after["secure_offsets"] == before["secure_offsets"]
-        assert not {t for t in after["secure_topics"] - before["secure_topics"] if topic in t}
+        assert not {
+            t for t in after["secure_topics"] - before["secure_topics"] if outcome.topic in t
+        }
 
 
 def test_at_least_40_cases_in_every_dialect() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kmirror import __version__
+from tests import prebuild
 
 REPO = Path(__file__).resolve().parents[2]
 PODMAN = str(REPO / "scripts" / "podman")
@@ -49,8 +50,13 @@ class Images:
 
 @pytest.fixture(scope="session")
 def images() -> Images:
-    """Both images, built (or found up to date) by scripts/build-image once per session."""
+    """Both images, built (or found up to date) by scripts/build-image once per session:
+    in the session's background (tests/prebuild.py), then checked up to date here."""
     start = time.monotonic()
+    try:
+        prebuild.IMAGES.wait(BUILD_TIMEOUT_S)
+    except RuntimeError as exc:
+        pytest.fail(f"scripts/build-image failed: {exc}", pytrace=False)
     result = subprocess.run(
         [str(REPO / "scripts" / "build-image")],
         capture_output=True,

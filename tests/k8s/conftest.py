@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from kmirror import __version__
+from tests import prebuild
 from tests.faults import cluster3
-from tests.k8s import prebuild
 from tests.kafkatools import Clusters
 from tests.registry import PrivateRegistry, untag_pushed
 
@@ -157,7 +157,7 @@ def k8s_cluster(clusters: Clusters, pushed_images: PushedImages) -> Iterator[Kub
     t0 = time.monotonic()
     try:
         if not reuse:
-            _log(prebuild.wait())
+            _log(prebuild.KUBERNETES.wait())
             _log(f"scripts/k8s-local up (Kafka ports for pods: {env['KMIRROR_K8S_HOST_PORTS']})")
             # Cold: builds Kubernetes from source first (see docs/kubernetes.md).
             _k8s_local("up", env=env, timeout=7200)

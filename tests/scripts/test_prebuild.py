@@ -1,7 +1,7 @@
-"""The background Kubernetes build of `make test` (tests/k8s/prebuild.py), with a stand-in
-for scripts/k8s/build-binaries: started only when the binaries are not cached, a failed build
-fails the k8s fixture with the build's own output, and the session's end stops a build that
-still runs, with everything it started."""
+"""The background builds of `make test` (tests/prebuild.py), with a stand-in for
+scripts/k8s/build-binaries: started only when the result is not cached, a failed build fails
+the fixture that waits for it with the build's own output, and the session's end stops a build
+that still runs, with everything it started."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.k8s import prebuild
+from tests.prebuild import BackgroundBuild
 
 pytestmark = pytest.mark.unit
 
@@ -32,51 +32,55 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     script = tmp_path / "build-binaries"
     script.write_text(FAKE_BUILD)
     script.chmod(0o755)
-    monkeypatch.setattr(prebuild, "BUILD", script)
-    monkeypatch.setattr(prebuild, "LOG", tmp_path / "logs" / "build.log")
-    # Also under `make test`, where the session's real build is in these globals.
-    monkeypatch.setattr(prebuild, "_build", None)
-    monkeypatch.setattr(prebuild, "_started", 0.0)
     monkeypatch.setenv("FAKE_DIR", str(tmp_path))
     monkeypatch.setenv("FAKE_SLEEP", "0")
     monkeypatch.setenv("FAKE_RC", "0")
     return tmp_path
 
 
+def _build(fake: Path) -> BackgroundBuild:
+    script = str(fake / "build-binaries")
+    return BackgroundBuild("fake build", [script], fake / "logs" / "build.log", [script, "--check"])
+
+
 def test_cached_binaries_start_nothing(fake: Path) -> None:
     (fake / "cached").touch()
-    assert prebuild.start() is False
-    assert prebuild.wait() == "no background build (binaries were cached)"
+    build = _build(fake)
+    assert build.start() is False
+    assert build.wait() == "no background fake build (cached, or not started)"
 
 
 def test_a_finished_build_is_waited_for_once(fake: Path) -> None:
-    assert prebuild.start() is True
-    assert prebuild.start() is False  # one build per session
-    assert prebuild.wait(timeout=60).startswith("background Kubernetes build done")
-    assert "building in" in prebuild.LOG.read_text()
+    build = _build(fake)
+    assert build.start() is True
+    assert build.start() is False  # one build per session
+    assert build.wait(timeout=60).startswith("background fake build done")
+    assert "building in" in build.log.read_text()
 
 
 def test_a_failed_build_fails_with_its_own_output(
     fake: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_RC", "3")
-    prebuild.start()
+    build = _build(fake)
+    build.start()
     with pytest.raises(RuntimeError, match=r"exited 3:\n(.|\n)*compile error: something"):
-        prebuild.wait(timeout=60)
+        build.wait(timeout=60)
 
 
 def test_stop_ends_a_running_build_and_its_children(
     fake: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_SLEEP", "300")
-    prebuild.start()
+    build = _build(fake)
+    build.start()
     child_file = fake / "child"
     deadline = time.monotonic() + 30
     while not child_file.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     child = int(child_file.read_text())
-    prebuild.stop()
-    assert prebuild._build is not None and prebuild._build.returncode is not None
+    build.stop()
+    assert build.proc is not None and build.proc.returncode is not None
     deadline = time.monotonic() + 10
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
