@@ -21,6 +21,10 @@ class AckedWriter:
         self._config = config
         self._producer: Producer | None = None
         self._failures: list[KafkaError] = []
+        # Records sent and not yet reported on. Counted here, not taken from `flush()`: its
+        # answer is librdkafka's queue length, which also counts the client's own events (a
+        # connection error, a log line), so it over-counts while the target is unreachable.
+        self._unreported = 0
 
     def write(
         self, topic: str, records: Iterable[Record], timeout: float, partition: int | None = None
@@ -44,14 +48,17 @@ class AckedWriter:
                         producer.produce(topic, value, key)
                     else:
                         producer.produce(topic, value, key, partition=partition)
+                    self._unreported += 1
                     break
                 except BufferError:  # the local queue is full: let deliveries drain it
                     producer.poll(0.05)
-        remaining = producer.flush(timeout)
+        producer.flush(timeout)
         if self._failures:
             return self._failures[0]
-        if remaining:
-            return KafkaError(KafkaError._MSG_TIMED_OUT, f"{remaining} record(s) not acknowledged")
+        if self._unreported:
+            return KafkaError(
+                KafkaError._MSG_TIMED_OUT, f"{self._unreported} record(s) not acknowledged"
+            )
         return None
 
     def _writer(self) -> Producer:
@@ -70,6 +77,7 @@ class AckedWriter:
         return self._producer
 
     def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
+        self._unreported -= 1
         if err is not None:
             self._failures.append(err)
 
