@@ -20,12 +20,15 @@ from kafka.net.selector import NetworkSelector
 from kafka.structs import TopicPartition
 
 from kmirror.errors import ClusterError
+from kmirror.kafka import receive
 
 log = logging.getLogger(__name__)
 
 
 def selector() -> Any:
-    """The event loop both clusters' connections share."""
+    """The event loop both clusters' connections share (kafka-python's receive path without
+    its extra copies first: kmirror.kafka.receive)."""
+    receive.install()
     return NetworkSelector()
 
 

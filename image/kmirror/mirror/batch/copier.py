@@ -315,18 +315,19 @@ class BatchCopier:
             if reason is not None:
                 self._stop(key, Fallback(cursor, reason))
                 return
+            after = batch.next_offset
             if copy:
-                self._session.enqueue(target, Staged(key, batch, batch.next_offset))
-                book.handed(batch.next_offset)
+                self._session.enqueue(target, Staged(key, batch, after))
+                book.handed(after)
                 if figures is not None and batch.first_timestamp > 0:  # MM2's record age
                     figures.read(*target, max(read_at - batch.first_timestamp / 1000.0, 0.0))
             else:
                 last = self._session.last(target)
                 if last is not None:
-                    last.next_source = max(last.next_source, batch.next_offset)
+                    last.next_source = max(last.next_source, after)
                 else:
-                    book.skip(batch.next_offset)
-            cursor = batch.next_offset
+                    book.skip(after)
+            cursor = after
 
     def _stop(self, key: SourcePartition, fallback: Fallback) -> None:
         log.info(

@@ -1,0 +1,98 @@
+"""kafka-python's receive path with kmirror's two copies fewer (kmirror.kafka.receive) decodes a
+fetch response to the same records, byte for byte, whatever chunks the socket hands over."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.frame import KafkaBytes
+from kafka.protocol.parser import KafkaProtocol
+
+from kmirror.kafka import receive
+
+pytestmark = pytest.mark.unit
+
+receive.install()
+
+
+def fetch_frame(protocol: KafkaProtocol, records: list[bytes]) -> bytes:
+    """A framed fetch response (one partition per records value) to a request sent on
+    `protocol`, as a broker would write it to the socket."""
+    request = FetchRequest(
+        version=12,
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=1,
+        session_id=0,
+        session_epoch=-1,
+        topics=[],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+    correlation_id = protocol.send_request(request)
+    topic = FetchResponse.FetchableTopicResponse
+    partitions = [
+        topic.PartitionData(
+            partition_index=i,
+            error_code=0,
+            high_watermark=10,
+            last_stable_offset=10,
+            log_start_offset=0,
+            aborted_transactions=[],
+            preferred_read_replica=-1,
+            records=value,
+        )
+        for i, value in enumerate(records)
+    ]
+    response = FetchResponse(
+        version=12,
+        throttle_time_ms=0,
+        error_code=0,
+        session_id=0,
+        responses=[topic(topic="t", partitions=partitions)],
+    )
+    response.with_header(correlation_id=correlation_id)
+    return bytes(response.encode(framed=True, header=True))
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 4, 333, 4096, 1 << 20])
+def test_a_fetch_response_in_any_chunks_decodes_to_the_same_records(chunk: int) -> None:
+    rng = random.Random(chunk)
+    records = [rng.randbytes(n) for n in (0, 1, 61, 5000, 70_000)]
+    protocol = KafkaProtocol(client_id="t")
+    # Two responses back to back, the second starting inside a chunk of the first.
+    frames = fetch_frame(protocol, records) + fetch_frame(protocol, records[::-1])
+    decoded = []
+    for i in range(0, len(frames), chunk):
+        decoded += protocol.receive_bytes(frames[i : i + chunk])
+    assert [cid for cid, _ in decoded] == [1, 2]
+    for (_, response), expected in zip(decoded, (records, records[::-1]), strict=True):
+        got = [p.records for p in response.responses[0].partitions]
+        assert got == expected
+        assert all(type(value) is bytes for value in got)
+
+
+def test_read_keeps_kafka_bytes_contract() -> None:
+    buffer = KafkaBytes(10)
+    buffer.write(b"0123456789")
+    buffer.seek(2)
+    assert buffer.read(3) == b"234" and buffer.tell() == 5
+    assert buffer.read(100) == b"56789" and buffer.tell() == 10
+    assert buffer.read() == b"" and buffer.tell() == 10
+    buffer.seek(0)
+    assert buffer.read() == b"0123456789"
+    buffer.write(b"x")  # the buffer is not held by a view any more: it may grow
+    assert len(buffer) == 11
+
+
+def test_install_is_idempotent_and_the_batch_paths_event_loop_installs_it() -> None:
+    from kmirror.kafka.wire import selector
+
+    wrapped = KafkaProtocol.receive_bytes
+    selector().close()
+    assert KafkaProtocol.receive_bytes is wrapped
+    assert KafkaBytes.read is receive._read
