@@ -145,6 +145,15 @@ class MirrorConfig:
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
+        derived = [self.control_topic] + ([] if self.progress_topic_name else [self.progress_topic])
+        invalid = [name for name in derived if not _TOPIC_NAME.fullmatch(name)]
+        if invalid:
+            # Found here, not when the first stream creates the topic and exits.
+            raise ConfigError(
+                f"group.id {self.group_id!r} cannot name kmirror's topics on the target "
+                f"({', '.join(map(repr, invalid))}): a topic name has up to 249 of the "
+                "characters a-z A-Z 0-9 . _ -. Choose a group.id of those characters"
+            )
         if self.progress_topic_name and not _TOPIC_NAME.fullmatch(self.progress_topic_name):
             raise ConfigError(
                 f"progress.topic {self.progress_topic_name!r} is not a valid topic name: use up "

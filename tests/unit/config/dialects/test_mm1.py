@@ -152,6 +152,25 @@ def test_empty_group_id(write: Write) -> None:
         load_mm1(consumer, producer, whitelist=".*")
 
 
+def test_a_group_id_that_cannot_name_kmirrors_topics_is_refused_at_load(write: Write) -> None:
+    # kmirror-progress.<group>.internal and kmirror-control.<group>.internal: before this
+    # check, the first stream found out when it created the topic, and the mirror exited 3.
+    consumer = write("c.properties", "bootstrap.servers=s:1\ngroup.id=bench,1\n")
+    producer = write("p.properties", "bootstrap.servers=t:1\n")
+    with pytest.raises(ConfigError) as refused:
+        load_mm1(consumer, producer, whitelist=".*")
+    assert "group.id 'bench,1' cannot name kmirror's topics" in str(refused.value)
+    assert "'kmirror-control.bench,1.internal'" in str(refused.value)
+    assert "'kmirror-progress.bench,1.internal'" in str(refused.value)
+    # Too long a name is refused as well (249 characters at most); 217 of them still fit.
+    long_group = "g" * 240
+    consumer = write("c2.properties", f"bootstrap.servers=s:1\ngroup.id={long_group}\n")
+    with pytest.raises(ConfigError, match="kmirror-control") as refused:
+        load_mm1(consumer, producer, whitelist=".*")
+    assert "kmirror-progress" in str(refused.value)
+    assert load_mm1(consumer, producer, whitelist=".*", group_id="g" * 217).group_id
+
+
 def test_missing_bootstrap_names_file_and_side(write: Write) -> None:
     consumer = write("c.properties", "bootstrap.servers=s:1\ngroup.id=g\n")
     producer = write("target.properties", "acks=all\n")
