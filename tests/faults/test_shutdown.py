@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import psutil
@@ -19,6 +20,8 @@ from tests.mirrorproc import MirrorProcess
 
 # The stream's own bound (Tuning.shutdown_timeout_s, 20 s) plus process start-up slack.
 STREAM_STOP_BOUND_S = 45.0
+# Time for the stream to fetch the records produced while the target is stopped.
+FETCH_WAIT_S = 2.0
 
 
 @pytest.mark.faults
@@ -37,9 +40,13 @@ def test_orphaned_stream_stops_when_both_clusters_are_gone(
         wait_until(copied, 120)
         streams = psutil.Process(m.proc.pid).children()
         assert streams, m.log
-        produce(clusters.source_bootstrap, topic, [{"value": b"w"}] * 100)  # uncommitted work
-        kafka_local.stop("source")
+        # Uncommitted work for certain: records the stream fetches while the target is already
+        # gone. (Produced before stopping the target, they were sometimes copied and committed
+        # in the second the brokers took to stop, and the final commit had nothing to do.)
         kafka_local.stop("target")
+        produce(clusters.source_bootstrap, topic, [{"value": b"w"}] * 100)
+        time.sleep(FETCH_WAIT_S)
+        kafka_local.stop("source")
         os.kill(m.proc.pid, signal.SIGKILL)  # the supervisor dies: its streams are orphans
         for s in streams:
             s.send_signal(signal.SIGTERM)

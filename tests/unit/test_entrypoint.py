@@ -430,17 +430,26 @@ def test_entrypoint_writes_logs_masked_and_runs_the_mirror(
 
 
 def test_rendered_values_reach_the_mirror_verbatim(
-    environ: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    environ: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A '$' in a rendered value is part of it: the mirror never reads the files back, so
     nothing can take it for an unrendered placeholder."""
-    group = "team-$SOURCE_CLUSTER_BOOTSTRAP_SERVERS-${X}"
-    for key, value in {**environ, **BASE, "SOURCE_CLUSTER_CONSUMER_GROUP": group}.items():
+    # (A user name: the group id cannot hold a '$', kmirror's topic names take it.)
+    user = "team-$SOURCE_CLUSTER_BOOTSTRAP_SERVERS-${X}"
+    password = tmp_path / "password"
+    password.write_text("pw")
+    sasl = {
+        "SOURCE_CLUSTER_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+        "SOURCE_CLUSTER_SASL_MECHANISM": "PLAIN",
+        "SOURCE_CLUSTER_SASL_USERNAME": user,
+        "SOURCE_CLUSTER_SASL_PASSWORD_FILE": str(password),
+    }
+    for key, value in {**environ, **BASE, **sasl}.items():
         monkeypatch.setenv(key, value)
     start = FakeStart()
     monkeypatch.setattr(cli_run, "start", start)
     assert _run_entrypoint() == 0
-    assert start.configs[0].group_id == group
+    assert start.configs[0].consumer_conf()["sasl.username"] == user
 
 
 def test_the_loaded_configuration_is_the_files_configuration(environ: dict[str, str]) -> None:
