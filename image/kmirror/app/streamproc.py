@@ -126,7 +126,7 @@ def settle_garbage_collector() -> None:
     anyway); the loop's own garbage is collected as before, only less often
     (YOUNG_GENERATION_THRESHOLD), so that most of it (a batch lives until the target
     acknowledges it) is gone before a pass looks at it. Both together took the collector from
-    15 % to 4 % of that stream's time (docs/benchmarks.md, Session 15)."""
+    15 % to 4-6 % of that stream's time (docs/benchmarks.md, Session 15)."""
     gc.freeze()
     _, older, oldest = gc.get_threshold()
     gc.set_threshold(YOUNG_GENERATION_THRESHOLD, older, oldest)

@@ -12,9 +12,9 @@ kafka-python 3.0 copies each byte of a response four times after the socket gave
 
 Copies 1 and 3 serve nothing: a memoryview slice is enough for the write, and ``bytes`` can be
 taken from a memoryview slice directly. Without them, a stream copying the ``mixed`` workload
-(16 partitions, records of 100 B-2 KB) spent 15 % less CPU per record (py-spy showed a third of
-the stream's Python time in these two functions; docs/benchmarks.md, Session 15). The decoded
-values are the same bytes (tests/unit/kafka/test_receive.py).
+(16 partitions, records of 100 B-2 KB) spent 15 % less CPU per record (py-spy put 38 % of the
+stream's Python time in kafka-python's receive path; docs/benchmarks.md, Session 15). The
+decoded values are the same bytes (tests/unit/kafka/test_receive.py).
 
 ``install()`` replaces ``KafkaBytes.read`` with ``_read`` below (same contract: read up to
 ``nbytes`` from the position, all that is left without it) and wraps ``receive_bytes`` so that
