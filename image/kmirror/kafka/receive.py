@@ -19,8 +19,9 @@ decoded values are the same bytes (tests/unit/kafka/test_receive.py).
 ``install()`` replaces ``KafkaBytes.read`` with ``_read`` below (same contract: read up to
 ``nbytes`` from the position, all that is left without it) and wraps ``receive_bytes`` so that
 it is handed a memoryview. It is called where the batch path makes its event loop (``wire``),
-before any connection exists, and is idempotent. The pinned kafka-python (pyproject.toml) is
-the version these names were checked against; the unit test fails if they move.
+before any connection exists, and is idempotent. The pinned kafka-python
+(requirements/runtime.in) is the version these names were checked against; the unit test fails
+if they move.
 """
 
 from __future__ import annotations
