@@ -72,7 +72,7 @@ class Batch:
 
     @property
     def next_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta + 1
+        return self.last_offset + 1
 
     @property
     def codec(self) -> str:
