@@ -145,6 +145,10 @@ class Copier(Protocol):
     def flush(self, timeout: float) -> int:
         """Wait for every acknowledgement; return how many copies are still outstanding."""
 
+    def hold_back(self, on: bool) -> None:
+        """A periodic commit point begins (True) or ended (False): copies read but not sent
+        yet wait for the next commit, so the flush waits only for what is on its way."""
+
     def rewind(self, positions: Mapping[SourcePartition, int]) -> None:
         """Copy again from these source offsets (after failed sends)."""
 

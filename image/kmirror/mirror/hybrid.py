@@ -203,6 +203,9 @@ class HybridCopier:
         self._clean = not remaining and not self._ctx.latch.failures and not self._seek
         return remaining
 
+    def hold_back(self, on: bool) -> None:
+        self._batch.hold_back(on)  # the record path has nothing staged: it hands as it reads
+
     def rewind(self, positions: Mapping[SourcePartition, int]) -> None:
         on_batch = {k: o for k, o in positions.items() if self.router.on_batch(k)}
         on_record = {k: o for k, o in positions.items() if k not in on_batch}

@@ -156,6 +156,9 @@ class RecordCopier:
         self._delivery.poll()
         self._delivery.drop_fenced()
 
+    def hold_back(self, on: bool) -> None:
+        """Nothing to hold back: the record path hands each record to its producer as read."""
+
     def flush(self, timeout: float) -> int:
         remaining = self._delivery.flush(timeout)
         if not remaining and not self._latch.failures:

@@ -290,7 +290,17 @@ class Stream:
         self._latch.clear_failures()
 
     def _commit(self, why: str, flush_timeout: float | None = None) -> bool:
-        self._uncommitted = not self._try_commit(why, flush_timeout)
+        # A periodic commit covers what was sent: what is read but not sent yet waits for the
+        # next one (the copy does not stall). The others (a drain, revocation, shutdown) are
+        # meant to cover everything read.
+        held = self._copier if why == "interval" else None
+        if held is not None:
+            held.hold_back(True)
+        try:
+            self._uncommitted = not self._try_commit(why, flush_timeout)
+        finally:
+            if held is not None:
+                held.hold_back(False)
         return not self._uncommitted
 
     def _try_commit(self, why: str, flush_timeout: float | None) -> bool:

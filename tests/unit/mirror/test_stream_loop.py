@@ -83,6 +83,9 @@ class FakeCopier:
             self.latch.send_failed("t", 0, KafkaError(KafkaError.NOT_ENOUGH_REPLICAS))
         return 0
 
+    def hold_back(self, on: bool) -> None:
+        pass
+
     def rewind(self, positions: Mapping[Key, int]) -> None:
         self.rewound = dict(positions)
 
@@ -464,3 +467,36 @@ def test_a_partition_the_group_took_away_is_not_taken_back() -> None:
     subs, consumer, listener = taking_back()
     assert subs.take_back([("t", 7)])
     assert consumer.commits == [] and listener.calls == []
+
+
+class HoldingCopier(FakeCopier):
+    """Records whether each flush ran held back (a commit point covering what was sent)."""
+
+    def __init__(self, latch: FailureLatch) -> None:
+        super().__init__(latch)
+        self.held = False
+        self.calls: list[str] = []
+
+    def hold_back(self, on: bool) -> None:
+        self.held = on
+        self.calls.append(f"hold {on}")
+
+    def flush(self, timeout: float) -> int:
+        self.calls.append(f"flush held={self.held}")
+        return super().flush(timeout)
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_only_a_periodic_commit_holds_back_what_is_not_sent(fails: bool) -> None:
+    s = stream(config(), [])
+    copier = HoldingCopier(s._latch)
+    copier.failing = int(fails)  # a failed send: nothing committed, the hold still released
+    s._copier = copier  # type: ignore[assignment]
+    s._book.open("t", 0, 5).acknowledge(5, 0, 10, 15)
+    s._commit("interval")
+    assert copier.calls == ["hold True", "flush held=True", "hold False"]
+    copier.calls.clear()
+    s._latch.clear_failures()
+    for why in ("drain", "revoke", "shutdown"):  # these cover everything read
+        s._commit(why)
+    assert copier.calls == ["flush held=False"] * 3

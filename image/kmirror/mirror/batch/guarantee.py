@@ -67,7 +67,7 @@ class Wire:
     session_args: Mapping[str, Any]
     start: Callable[[], None]  # both links bootstrapped
     pump: Callable[[float], None]  # send, serve responses, book acknowledgements (no fetch)
-    poll: Callable[[float], None]  # the shared selector only
+    poll: Callable[[float], None]  # the shared selector (held back: fetching into the stage)
     forget: Callable[[SourcePartition], None]  # the copier lets a (fenced) partition go
 
 
@@ -115,6 +115,7 @@ class BatchExactlyOnce:
         self._config = config
         self._fenced = fenced
         self.progress_topic = config.progress_topic
+        self._progress_target = (config.progress_topic, 0)  # every progress record goes there
         self._wire: Wire | None = None
         self._sessions: Sessions | None = None
         self.coordinators: Coordinators | None = None
@@ -169,6 +170,8 @@ class BatchExactlyOnce:
             if code != 0:
                 raise refused(self._config, key, code, error_name(code))
             session.start(int(response.producer_id), int(response.producer_epoch))
+            session.hold(sessions.held)
+            session.progress = self._progress_target
             sessions.by_source[key] = session
             self._committed.pop(key, None)
 
@@ -252,7 +255,7 @@ class BatchExactlyOnce:
                 continue
             record_key, value = encode_record(key[0], key[1], pb)
             record = progress_record(key, record_key, value, pb.acked)
-            session.enqueue((self.progress_topic, 0), record)
+            session.enqueue(self._progress_target, record)
             todo[key] = pb.acked
         if not todo:
             return done

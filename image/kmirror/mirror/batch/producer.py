@@ -146,6 +146,8 @@ class ProducerSession:
         self._init_since = 0.0
         self._reset = False
         self._failure: BatchSendError | None = None
+        # A periodic commit point is in progress (``hold``): what is staged stays staged.
+        self.held = False
 
     # -- the session ----------------------------------------------------------------------------
 
@@ -238,9 +240,22 @@ class ProducerSession:
             # Responses still on the way for it are ignored (take() finds no item for them).
             q.clear()
 
+    def hold(self, on: bool) -> None:
+        """Hold back (True) or release what is staged: while held, no batch is built from a
+        stage, so nothing new goes out and `unacknowledged` counts the batches already built
+        (sent, or waiting for a retry). A commit point then covers what the target
+        acknowledged without first sending everything fetched (BatchCopier.hold_back); the
+        exactly-once progress record is never held."""
+        self.held = on
+
+    def _held(self, q: Queue) -> bool:
+        return self.held and bool(q.staged) and not q.staged[0].progress
+
     @property
     def unacknowledged(self) -> int:
-        return sum(len(q.items) + len(q.staged) for q in self._queues.values())
+        return sum(
+            len(q.items) + (0 if self._held(q) else len(q.staged)) for q in self._queues.values()
+        )
 
     def waited_s(self, keys: Iterable[TargetPartition]) -> float:
         """How long the oldest unacknowledged batch of these partitions has waited."""
@@ -310,7 +325,7 @@ class ProducerSession:
         """The partition's next batch to send: an unsent one, or one built from its stage."""
         if q.sent < len(q.items):
             return q.items[q.sent]
-        if not q.staged:
+        if not q.staged or self._held(q):
             return None
         p = self._merger.build(
             q.staged,

@@ -36,6 +36,7 @@ class Sessions(ProducerSession):
         self._coordinators = coordinators
         self.by_source: dict[SourcePartition, TxnSession] = {}
         self.sources: dict[TargetPartition, SourcePartition] = {}
+        self._first = 0  # the session that sends first next time (they share the slots)
 
     def _of(self, target: TargetPartition) -> TxnSession | None:
         source = self.sources.get(target)
@@ -81,9 +82,21 @@ class Sessions(ProducerSession):
     def unacknowledged(self) -> int:
         return sum(s.unacknowledged for s in self.by_source.values() if not s.fenced)
 
-    def send(self) -> None:
-        self._add()
+    def hold(self, on: bool) -> None:
+        self.held = on
         for session in self.by_source.values():
+            session.hold(on)
+
+    def send(self) -> None:
+        """Each session sends what its partitions have, the first one in turn: they share
+        the connection's request slots (TxnSession._room), which a fixed order would give to
+        the same partitions every time."""
+        self._add()
+        sessions = list(self.by_source.values())
+        if not sessions:
+            return
+        self._first = (self._first + 1) % len(sessions)
+        for session in sessions[self._first :] + sessions[: self._first]:
             session.send()
 
     def take(self) -> list[Pending]:

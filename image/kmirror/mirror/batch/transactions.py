@@ -185,6 +185,9 @@ class TxnSession(ProducerSession):
         self.transactional_id = self.tid = transactional_id  # (the base's is optional)
         self.fenced = False
         self.added: set[TargetPartition] = set()  # target partitions in the open transaction
+        # Where its progress record goes at the commit: added with the transaction's first
+        # partitions, so the commit point does not wait for one more AddPartitionsToTxn.
+        self.progress: TargetPartition | None = None
 
     @property
     def open(self) -> bool:
@@ -196,10 +199,16 @@ class TxnSession(ProducerSession):
         self.producer_id, self.epoch = producer_id, epoch
 
     def to_add(self) -> list[TargetPartition]:
-        """Target partitions with batches waiting that the open transaction lacks."""
-        return sorted(
-            k for k, q in self._queues.items() if (q.items or q.staged) and k not in self.added
+        """Target partitions with batches waiting that the open transaction lacks (held
+        batches wait for the next transaction)."""
+        keys = sorted(
+            k
+            for k, q in self._queues.items()
+            if (q.items or (q.staged and not self._held(q))) and k not in self.added
         )
+        if keys and self.progress is not None and self.progress not in self.added:
+            keys = sorted({*keys, self.progress})
+        return keys
 
     def add_request(self, keys: list[TargetPartition]) -> Callable[[], Any]:
         topics: dict[str, list[int]] = {}
@@ -230,8 +239,13 @@ class TxnSession(ProducerSession):
         return self.producer_id >= 0 and not self.fenced and not self.to_add()
 
     def _room(self, node: int) -> bool:
-        """Counted per session: the connection is shared by every partition's session, and
-        a transactional Produce request carries one session's batches only."""
+        """Counted per session, and per connection: a transactional Produce request carries
+        one session's batches only, and the connection is shared by every partition's
+        session. The broker serves a connection's requests one at a time, so more of them in
+        flight than one session's limit only queue there, and every commit point waits for
+        the whole queue (eight sessions with five each held the commit for a second)."""
+        if self._link.in_flight(node) >= self._max_in_flight:
+            return False
         mine = sum(1 for n, future, _ in self._requests if n == node and not future.is_done)
         return mine < self._max_in_flight
 

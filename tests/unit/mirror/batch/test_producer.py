@@ -291,3 +291,29 @@ def test_out_of_order_of_the_next_batch_itself_still_ends_the_transaction() -> N
     with pytest.raises(SendError, match=r"refused a transactional batch .* \(error code 45\)"):
         s.take()
         s.check()
+
+
+# -- a commit point held back: what is staged waits -------------------------------------------
+
+
+def test_held_back_only_what_was_sent_counts_and_the_stage_goes_out_after() -> None:
+    link = Link()
+    s = started(link)
+    first, second, third = contiguous([3, 2, 4])
+    s.enqueue(TARGET, first)
+    s.send()  # in flight
+    s.hold(True)
+    s.enqueue(TARGET, second)
+    s.enqueue(TARGET, third)
+    s.send()
+    assert len(link.sent) == 2  # nothing built from the stage while held
+    assert s.unacknowledged == 1 and s.queued(TARGET) == 3
+    answer(link, 1, base_offset=0)
+    (acked,) = s.take()
+    # The commit point sees everything sent acknowledged, up to the first batch only.
+    assert (acked.records, acked.next_source, s.unacknowledged) == (3, 3, 0)
+    s.hold(False)
+    assert s.unacknowledged == 2
+    s.send()
+    merged = produced(link.sent[-1][0])
+    assert [r.offset for r in merged] == list(range(6)) and merged.base_sequence == 3

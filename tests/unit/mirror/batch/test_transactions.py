@@ -136,6 +136,48 @@ def test_a_session_sequences_each_target_partition_from_zero() -> None:
     assert len(list(sent[0])) == 6 and len(list(sent[-1])) == 1
 
 
+def test_the_progress_partition_joins_the_transaction_with_its_first_partitions() -> None:
+    s = _session()
+    s.start(17, 2)
+    s.progress = ("progress", 0)
+    assert s.to_add() == []  # nothing queued: no transaction to open
+    (batch,), _ = split(build([0, 1]))
+    s.enqueue(("t", 0), Staged(("t", 0), batch, 2))
+    assert s.to_add() == [("progress", 0), ("t", 0)]  # one AddPartitionsToTxn for both
+    s.added.update(s.to_add())
+    s.enqueue(("progress", 0), progress_record(("t", 0), b"k", b"v", 2))
+    assert s.to_add() == [] and s.ready()  # the commit point sends its record at once
+
+
+def test_a_held_session_adds_and_sends_only_the_progress_record() -> None:
+    """A commit point held back: the staged source batches wait for the next transaction, so
+    the transaction being committed holds exactly what its progress record covers."""
+    link = Link()
+    s = _session(link)
+    s.start(17, 2)
+    s.added.add(("t", 0))  # the open transaction: its batches are acknowledged
+    s.hold(True)
+    (batch,), _ = split(build([0, 1], base_offset=5))
+    s.enqueue(("t", 0), Staged(("t", 0), batch, 7))  # fetched during the commit point
+    s.enqueue(("progress", 0), progress_record(("t", 0), b"k", b"v", 5))
+    assert s.to_add() == [("progress", 0)]
+    s.added.add(("progress", 0))
+    assert s.unacknowledged == 1  # the progress record; the staged batch waits
+    s.send()
+    sent = [(td.name, pd.index) for request, _ in link.sent for td in request.topic_data
+            for pd in td.partition_data]  # fmt: skip
+    assert sent == [("progress", 0)]
+    part = SimpleNamespace(index=0, error_code=0, base_offset=40, error_message=None,
+                           record_errors=[])  # fmt: skip
+    link.sent[0][1].success(
+        SimpleNamespace(responses=[SimpleNamespace(name="progress", partition_responses=[part])])
+    )
+    assert [p.progress for p in s.take()] == [True] and s.unacknowledged == 0
+    s.added.clear()  # EndTxn(commit)
+    s.hold(False)
+    assert s.to_add() == [("t", 0)] and s.unacknowledged == 1
+
+
 class _Coordinator:
     """A scripted cluster: FindCoordinator answers, then per request the next error code."""
 
