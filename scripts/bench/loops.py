@@ -242,7 +242,9 @@ def consume(bootstrap: str, topic: str, records: int) -> dict[str, Any]:
         count = nbytes = errors = 0
         deadline = t0 + 600
         while count < records and time.monotonic() < deadline:
-            for m in consumer.consume(CONSUME_BATCH, 0.2):
+            # Never past `records`: a batch crossing it would count records the run was not
+            # asked to read (and fail its check, records == asked).
+            for m in consumer.consume(min(CONSUME_BATCH, records - count), 0.2):
                 if m.error() is not None:
                     errors += 1
                     continue
