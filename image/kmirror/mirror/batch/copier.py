@@ -150,7 +150,6 @@ class BatchCopier:
         self._fallbacks: dict[SourcePartition, Fallback] = {}
         self._copied: dict[SourcePartition, int] = {}  # source batches acknowledged since assign
         self._started = False
-        self._held = False  # a periodic commit point is in progress (hold_back)
         # Paused topics, drains, throttles (kmirror.mirror.batch.gating); the stream's gate is
         # handed over by the hybrid copier.
         self.gating = BatchGate()
@@ -236,7 +235,7 @@ class BatchCopier:
             return True
         deadline = time.monotonic() + timeout_s
         while self._session.unacknowledged and time.monotonic() < deadline:
-            self._turn(min(0.1, deadline - time.monotonic()), fetch=self._held)
+            self._turn(min(0.1, deadline - time.monotonic()), fetch=self._session.held)
         self.guarantee.drop_fenced()
         return not self._session.unacknowledged
 
@@ -248,7 +247,6 @@ class BatchCopier:
         staged batches go into the next ones). Draining the stage first stalled the copy for
         a few hundred milliseconds at every commit: at 100 MB/s it holds tens of megabytes
         (STAGED_BOUNDS bounds per partition)."""
-        self._held = on
         self._session.hold(on)
 
     @property
@@ -291,11 +289,11 @@ class BatchCopier:
 
     def _pump(self, timeout_s: float) -> None:
         self._start()
-        self._turn(timeout_s, fetch=self._held)
+        self._turn(timeout_s, fetch=self._session.held)
 
     def _poll(self, timeout_s: float) -> None:
         self._net.poll(timeout_ms=max(timeout_s, 0.0) * 1000)
-        if self._held:
+        if self._session.held:
             self._take_fetched()  # staged only: this wait may be inside a send
 
     def _turn(self, timeout_s: float, *, fetch: bool) -> int:

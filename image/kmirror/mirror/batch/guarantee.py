@@ -66,7 +66,7 @@ class Wire:
     merger: Merger
     session_args: Mapping[str, Any]
     start: Callable[[], None]  # both links bootstrapped
-    pump: Callable[[float], None]  # send, serve responses, book acknowledgements (no fetch)
+    pump: Callable[[float], None]  # send, serve responses, book acknowledgements (held back: fetch)
     poll: Callable[[float], None]  # the shared selector (held back: fetching into the stage)
     forget: Callable[[SourcePartition], None]  # the copier lets a (fenced) partition go
 
