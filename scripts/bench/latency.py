@@ -151,6 +151,8 @@ def steady_load(
     out.update(summarize(trace.latencies()))
     out["breakdown"] = trace.breakdown()
     out["timeline_p50_ms"] = timeline(trace.sent_ms(), trace.latencies())
+    out["timeline_p99_ms"] = timeline(trace.sent_ms(), trace.latencies(), 99)
+    out["p99_ms_by_partition"] = trace.p99_by_partition(partitions)
     return out
 
 
@@ -246,6 +248,14 @@ class Trace:
     def latencies(self) -> list[float]:
         return [(self.recv[i] - self.sent[i]) / 1e6 for i in self._done()]
 
+    def p99_by_partition(self, partitions: int) -> list[float]:
+        """p99 ms per partition (the load sends record i to partition i % partitions): with
+        several streams, whether one stream's partitions carry the tail."""
+        by: list[list[float]] = [[] for _ in range(partitions)]
+        for i in self._done():
+            by[i % partitions].append((self.recv[i] - self.sent[i]) / 1e6)
+        return [round(percentile(sorted(v), 99), 1) for v in by]
+
     def sent_ms(self) -> list[int]:
         return [self.sent[i] // 1_000_000 for i in self._done()]
 
@@ -321,12 +331,13 @@ def _paced(
     return time.monotonic() - t0
 
 
-def timeline(created: list[int], latencies: list[float]) -> list[float]:
-    """Median latency per second of the load (by send time, ms): shows a backlog building up."""
+def timeline(created: list[int], latencies: list[float], q: float = 50) -> list[float]:
+    """Latency percentile `q` per second of the load (by send time, ms): the median shows a
+    backlog building up, the p99 whether a tail is spread over the run or one moment's."""
     if not created:
         return []
     t0 = min(created)
     buckets: dict[int, list[float]] = {}
     for ts, lat in zip(created, latencies, strict=True):
         buckets.setdefault((ts - t0) // 1000, []).append(lat)
-    return [round(percentile(sorted(buckets[k]), 50), 1) for k in sorted(buckets)]
+    return [round(percentile(sorted(buckets[k]), q), 1) for k in sorted(buckets)]

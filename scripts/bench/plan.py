@@ -231,7 +231,9 @@ def make_plan(args: argparse.Namespace) -> Plan:
         ]
     # The consume ceiling reads the backlog: never more than it holds.
     workloads = [replace(w, ceiling_records=min(w.ceiling_records, w.records)) for w in workloads]
-    if args.workloads:
+    if args.workloads == "none":  # the latency and sustained phases alone
+        workloads = []
+    elif args.workloads:
         wanted = set(args.workloads.split(","))
         unknown = wanted - {w.name for w in workloads}
         if unknown:

@@ -407,7 +407,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--max-copy-s", type=float, help="cut a drain after this long (full 10; smoke: never)"
     )
-    ap.add_argument("--workloads", help="comma list of workloads (100B,1KB,small,lz4,mixed)")
+    ap.add_argument(
+        "--workloads",
+        help="comma list of workloads (100B,1KB,small,lz4,mixed), or none: the phases alone",
+    )
     ap.add_argument("--only", help="comma list of contender/ceiling names to run")
     ap.add_argument("--experiments", help="extra kmirror variants (scripts/bench/experiments.py)")
     ap.add_argument("--latency-rate", type=int, help="records/s of the latency phase")

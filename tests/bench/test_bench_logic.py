@@ -14,7 +14,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from scripts.bench import batchshape, plan, run, summary, sustained, throttle, wire
+from scripts.bench import batchshape, latency, plan, run, summary, sustained, throttle, wire
 from scripts.bench.loops import Records
 
 pytestmark = pytest.mark.unit
@@ -134,6 +134,18 @@ def test_smaller_backlog_shrinks_the_ceilings_too() -> None:
     ]
     with pytest.raises(SystemExit, match="unknown workload"):
         plan.make_plan(_args(workloads="nope"))
+    alone = plan.make_plan(_args(workloads="none"))  # the phases alone
+    assert alone.workloads == [] and alone.phases is not None and alone.phases.host is None
+
+
+def test_latency_tail_per_second_and_per_partition() -> None:
+    trace = latency.Trace(8)
+    for seq, ms in enumerate([10, 10, 10, 300, 10, 10, 10, 10]):
+        sent = 1_000_000_000_000 + seq * 400_000_000  # records 0-2 in second 0, 3-4 in 1
+        trace.received(latency.STAMP.pack(sent, seq), (0, 0), sent + ms * 1_000_000)
+    assert latency.timeline(trace.sent_ms(), trace.latencies(), 99) == [10, 300, 10]
+    assert latency.timeline(trace.sent_ms(), trace.latencies()) == [10, 10, 10]
+    assert trace.p99_by_partition(2) == [10, 300]  # record 3 went to partition 1
 
 
 def test_a_run_refuses_to_start_without_the_disk_its_backlogs_need(tmp_path: Path) -> None:
