@@ -243,7 +243,10 @@ def make_plan(args: argparse.Namespace) -> Plan:
         workloads = [w for w in workloads if w.name in wanted]
     phases = Phases(
         latency_rate=args.latency_rate or (2000 if full else 200),
-        latency_seconds=args.latency_seconds or (10 if full else 3),
+        # 30 s (60,000 records) in full: at 10 s a p99 is the worst 0.1 s of the run, and on
+        # this 2-core machine one broker or scheduler hiccup of that length set it - the same
+        # contender's p99 spread 2-4x between repetitions (docs/benchmarks.md, Session 17).
+        latency_seconds=args.latency_seconds or (30 if full else 3),
         contenders=frozenset(),
         sustained=frozenset(
             (
