@@ -80,10 +80,12 @@ def assert_whole_batches(source: list[Batch], target: list[Batch]) -> None:
     remaining = list(source)
     for stored in target:
         run: list[Batch] = []
-        while sum(b.record_count for b in run) < stored.record_count:
+        records = 0
+        while records < stored.record_count:
             assert remaining, f"target batch at {stored.base_offset} has records no source has"
             run.append(remaining.pop(0))
-        assert sum(b.record_count for b in run) == stored.record_count, (
+            records += run[-1].record_count
+        assert records == stored.record_count, (
             f"target batch at {stored.base_offset} splits a source batch"
         )
         if len(run) == 1:
