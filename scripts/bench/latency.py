@@ -148,12 +148,13 @@ def steady_load(
         "source_end": src_end,
         "target_end": tgt_end,
     }
-    out.update(summarize(trace.latencies()))
+    latencies = trace.latencies()
+    out.update(summarize(latencies))
     out["breakdown"] = trace.breakdown()
-    sent_ms, latencies = trace.sent_ms(), trace.latencies()
+    sent_ms = trace.sent_ms()
     out["timeline_p50_ms"] = timeline(sent_ms, latencies)
     out["timeline_p99_ms"] = timeline(sent_ms, latencies, 99)
-    out["p99_ms_by_partition"] = trace.p99_by_partition(partitions)
+    out["p99_ms_by_partition"] = trace.p99_by_partition(partitions, latencies)
     return out
 
 
@@ -249,11 +250,12 @@ class Trace:
     def latencies(self) -> list[float]:
         return [(self.recv[i] - self.sent[i]) / 1e6 for i in self._done()]
 
-    def p99_by_partition(self, partitions: int) -> list[float]:
+    def p99_by_partition(self, partitions: int, latencies: list[float]) -> list[float]:
         """p99 ms per partition (the load sends record i to partition i % partitions): with
-        several streams, whether one stream's partitions carry the tail."""
+        several streams, whether one stream's partitions carry the tail. `latencies` is
+        latencies()' result, computed once by the caller."""
         by: list[list[float]] = [[] for _ in range(partitions)]
-        for i, ms in zip(self._done(), self.latencies(), strict=True):
+        for i, ms in zip(self._done(), latencies, strict=True):
             by[i % partitions].append(ms)
         return [round(percentile(sorted(v), 99), 1) for v in by]
 

@@ -145,7 +145,7 @@ def test_latency_tail_per_second_and_per_partition() -> None:
         trace.received(latency.STAMP.pack(sent, seq), (0, 0), sent + ms * 1_000_000)
     assert latency.timeline(trace.sent_ms(), trace.latencies(), 99) == [10, 300, 10]
     assert latency.timeline(trace.sent_ms(), trace.latencies()) == [10, 10, 10]
-    assert trace.p99_by_partition(2) == [10, 300]  # record 3 went to partition 1
+    assert trace.p99_by_partition(2, trace.latencies()) == [10, 300]  # record 3 went to partition 1
 
 
 def test_a_run_refuses_to_start_without_the_disk_its_backlogs_need(tmp_path: Path) -> None:
