@@ -9,10 +9,11 @@ slot is free): the merger (merger.py) takes everything staged that fits into one
 error sends the partition's unacknowledged batches again, in order, with the same sequence
 numbers, once everything it had in flight has come back; so does an
 OUT_OF_ORDER_SEQUENCE_NUMBER behind a batch not acknowledged yet (``behind_unresolved``: a
-leader change with batches in flight). A broken sequence (OUT_OF_ORDER_SEQUENCE_NUMBER of the
-next batch, UNKNOWN_PRODUCER_ID) starts a new session and re-sends everything unacknowledged
-under the new producer id (at-least-once: the target may hold a batch twice, the progress book
-records the newer copy).
+leader change with batches in flight). Until a partition has acknowledged a batch of the
+current producer id, it has one batch in flight only (``Queue.pipelined``). A broken
+sequence (OUT_OF_ORDER_SEQUENCE_NUMBER of the next batch, UNKNOWN_PRODUCER_ID) starts a new
+session and re-sends everything unacknowledged under the new producer id (at-least-once: the
+target may hold a batch twice, the progress book records the newer copy).
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ TOO_LARGE = {10: "MESSAGE_TOO_LARGE", 18: "RECORD_LIST_TOO_LARGE"}
 SESSION_ERRORS = {45, 47, 59, 90}
 RETRIABLE = {3, 5, 6, 7, 13, 14, 15, 19, 20, 56, 74, 75, 78, 100}
 REFUSED = {29: "TOPIC_AUTHORIZATION_FAILED", 31: "CLUSTER_AUTHORIZATION_FAILED"}
+# How long after a partition's last acknowledgement the broker is taken to still hold our
+# producer id's state there: far below the broker's producer.id.expiration.ms (1 day by
+# default), after which it forgets an idle producer and takes any sequence again.
+STATE_KEPT_S = 600.0
 
 
 class BatchSendError(SendError):
@@ -89,6 +94,19 @@ class Queue:
     in_flight: int = 0
     retrying: bool = False
     retry_at: float = 0.0
+    # The producer id and epoch of the last acknowledgement, and when it came.
+    confirmed: tuple[int, int] = (-1, -1)
+    confirmed_at: float = 0.0
+
+    def pipelined(self, session: tuple[int, int], now: float) -> bool:
+        """May more than one batch of this partition be in flight under `session`? Only once
+        the broker holds that producer's state for the partition, i.e. acknowledged one of
+        its batches. Before, the broker takes any sequence number as a first one: a batch
+        behind a first one that failed (UNKNOWN_TOPIC_OR_PARTITION while a new target topic
+        comes up, NOT_LEADER_OR_FOLLOWER) would be written ahead of it, and the retry would
+        write it again, after (seen in CI: records 1251-1718 of a partition landed before
+        0-1250, then all of them)."""
+        return self.confirmed == session and now - self.confirmed_at < STATE_KEPT_S
 
     @property
     def oldest(self) -> float | None:
@@ -306,12 +324,14 @@ class ProducerSession:
                 self._link.refresh()
                 continue
             by_node.setdefault(node, []).append(q)
+        session = (self.producer_id, self.epoch)
         for node, queues in by_node.items():
             while self._room(node):
                 items = []
                 size = 0
                 for q in queues:
-                    if q.in_flight >= self._max_in_flight or size >= MAX_REQUEST_BYTES:
+                    limit = self._max_in_flight if q.pipelined(session, now) else 1
+                    if q.in_flight >= limit or size >= MAX_REQUEST_BYTES:
                         continue
                     p = self._next(q)
                     if p is not None:
@@ -418,11 +438,14 @@ class ProducerSession:
 
     def _result(self, q: Queue, p: Pending, part: Any) -> None:
         code = -1 if part is None else part.error_code
+        if code in (0, DUPLICATE_SEQUENCE):
+            q.confirmed, q.confirmed_at = p.stamped[:2], time.monotonic()
         if code == 0:
             p.target_offset = part.base_offset
             return
         if code == DUPLICATE_SEQUENCE:
-            p.target_offset = -1  # already written by an earlier attempt; where is unknown
+            if p.target_offset is None:  # (an acknowledged batch re-sent behind a retry)
+                p.target_offset = -1  # already written by an earlier attempt; where is unknown
             return
         name = f"{code}" if part is None else f"error code {code}"
         if code != -1:

@@ -13,6 +13,7 @@ from kafka.future import Future
 from kafka.record.default_records import DefaultRecordBatch
 
 from kmirror.errors import SendError
+from kmirror.mirror.batch import producer
 from kmirror.mirror.batch.merger import Merger, Staged
 from kmirror.mirror.batch.producer import RETRY_BACKOFF_S, BatchSendError, ProducerSession
 from kmirror.mirror.batch.records import split
@@ -53,7 +54,7 @@ def test_abandon_forgets_the_unacknowledged_and_starts_a_new_producer_id() -> No
     s.enqueue(TARGET, pending(2))
     s.send()
     sent = [produced(r) for r, _ in link.sent[1:]]
-    assert [(b.producer_id, b.base_sequence) for b in sent] == [(7, 0), (7, 3)]
+    assert [(b.producer_id, b.base_sequence) for b in sent] == [(7, 0)]  # the first goes alone
 
     s.abandon()
     assert s.unacknowledged == 0
@@ -110,6 +111,16 @@ def answer(link: Link, index: int, base_offset: int, code: int = 0) -> None:
     )
 
 
+def confirm(s: ProducerSession, link: Link, first: int = 1000) -> None:
+    """One record acknowledged: the broker holds the producer's state for TARGET, so more
+    than one batch may be in flight from now on (its sequence takes 0, the next ones 1 on)."""
+    (staged,) = contiguous([1], first=first)
+    s.enqueue(TARGET, staged)
+    s.send()
+    answer(link, len(link.sent) - 1, base_offset=0)
+    assert [p.records for p in s.take()] == [1]
+
+
 def started(link: Link, limits: Limits | None = None) -> ProducerSession:
     s = ProducerSession(
         link,  # type: ignore[arg-type]
@@ -143,39 +154,42 @@ def test_what_is_staged_when_a_slot_is_free_goes_out_at_once_as_one_batch() -> N
 def test_while_every_slot_is_taken_batches_wait_and_the_next_slot_takes_them_all() -> None:
     link = Link()
     s = started(link)
+    confirm(s, link)
     batches = contiguous([2] * 10)
     for staged in batches[:5]:
         s.enqueue(TARGET, staged)
         s.send()  # a free slot each time: one batch each, as it came
-    assert len(link.sent) == 6 and s.queued(TARGET) == 5
+    assert len(link.sent) == 7 and s.queued(TARGET) == 5
     for staged in batches[5:]:
         s.enqueue(TARGET, staged)
     s.send()
-    assert len(link.sent) == 6  # five in flight: they wait
-    answer(link, 1, base_offset=0)
+    assert len(link.sent) == 7  # five in flight: they wait
+    answer(link, 2, base_offset=0)
     assert [p.records for p in s.take()] == [2]
     s.send()
     merged = produced(link.sent[-1][0])
-    assert (len(link.sent), len(list(merged)), merged.base_sequence) == (7, 10, 10)
+    assert (len(link.sent), len(list(merged)), merged.base_sequence) == (8, 10, 11)
 
 
 def test_a_gap_in_source_offsets_starts_a_new_batch() -> None:
     link = Link()
     s = started(link)
+    confirm(s, link)
     for staged in contiguous([3, 3]) + contiguous([2], first=7):  # offset 6 is missing
         s.enqueue(TARGET, staged)
     s.send()
-    sent = [produced(r) for r, _ in link.sent[1:]]
-    assert [(len(list(b)), b.base_sequence) for b in sent] == [(6, 0), (2, 6)]
+    sent = [produced(r) for r, _ in link.sent[2:]]
+    assert [(len(list(b)), b.base_sequence) for b in sent] == [(6, 1), (2, 7)]
 
 
 def test_batches_go_one_by_one_until_the_target_topics_limit_is_known() -> None:
     link = Link()
     s = started(link, Limits(None))
+    confirm(s, link)
     for staged in contiguous([2, 2, 2]):
         s.enqueue(TARGET, staged)
     s.send()
-    assert [len(list(produced(r))) for r, _ in link.sent[1:]] == [2, 2, 2]
+    assert [len(list(produced(r))) for r, _ in link.sent[2:]] == [2, 2, 2]
 
 
 def test_a_new_producer_session_sends_the_merged_batches_again_under_its_id() -> None:
@@ -193,6 +207,64 @@ def test_a_new_producer_session_sends_the_merged_batches_again_under_its_id() ->
     again = produced(link.sent[-1][0])
     assert again.validate_crc()
     assert (again.producer_id, again.base_sequence, len(list(again))) == (8, 0, 6)
+
+
+def in_flight(s: ProducerSession, link: Link, since: int, *counts: int) -> list[tuple[int, int]]:
+    """Stage source batches of these record counts one by one, trying to send each at once;
+    (producer id, base sequence) of what went out from link.sent[since] on."""
+    first = 0
+    for n in counts:
+        (staged,) = contiguous([n], first=first)
+        first += n
+        s.enqueue(TARGET, staged)
+        s.send()
+    return [(b.producer_id, b.base_sequence) for b in (produced(r) for r, _ in link.sent[since:])]
+
+
+def test_the_first_batch_under_a_producer_id_goes_alone_until_acknowledged() -> None:
+    """Found by CI (test_a_missing_target_topic_is_waited_for_never_created_by_the_copier):
+    a target topic just created answered the first batch UNKNOWN_TOPIC_OR_PARTITION and wrote
+    the pipelined second one, since a broker with no state for a producer takes any sequence
+    as its first. The retry then wrote the first, and the second again: 468 records out of
+    order and twice. One batch in flight until one is acknowledged cannot overtake."""
+    link = Link()
+    s = started(link)
+    assert in_flight(s, link, 1, 3, 2, 4) == [(7, 0)]  # the others wait
+    answer(link, 1, base_offset=-1, code=3)  # UNKNOWN_TOPIC_OR_PARTITION
+    assert s.take() == []
+    assert resent_after_backoff(s, link, 2) == [(7, 0)]  # alone again
+    answer(link, 2, base_offset=0)
+    assert [p.records for p in s.take()] == [3]
+    s.send()  # now the broker holds our sequence: the rest may be pipelined
+    merged = produced(link.sent[3][0])  # (what waited, as one batch)
+    assert (merged.base_sequence, len(list(merged))) == (3, 6)
+    assert in_flight(s, link, 4, 1, 1) == [(7, 9), (7, 10)]
+
+
+def test_a_new_producer_id_or_a_long_silence_sends_one_batch_first_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    link = Link()
+    s = started(link)
+    confirm(s, link)
+    assert len(in_flight(s, link, 2, 2, 2)) == 2  # pipelined under id 7
+    answer(link, 2, base_offset=-1, code=59)  # UNKNOWN_PRODUCER_ID: a new session
+    answer(link, 3, base_offset=-1, code=59)
+    s.take()
+    s.send()
+    link.grant(8)
+    assert resent_after_backoff(s, link, 5) == [(8, 0)]  # under id 8: the first alone
+
+    # The broker forgets an idle producer (producer.id.expiration.ms): after a silence the
+    # partition starts again with one batch.
+    answer(link, 5, base_offset=0)
+    s.take()
+    s.send()
+    answer(link, len(link.sent) - 1, base_offset=2)
+    s.take()
+    monkeypatch.setattr(producer, "STATE_KEPT_S", 0.0)
+    since = len(link.sent)
+    assert len(in_flight(s, link, since, 1, 1)) == 1
 
 
 def test_a_merged_batch_refused_as_too_large_asks_for_the_limit_again() -> None:
@@ -249,15 +321,16 @@ def test_out_of_order_behind_a_failed_batch_is_retried_under_a_transaction() -> 
     was a fatal SendError (the stream stopped, exit 1)."""
     link = Link()
     s = txn_session(link)
+    confirm(s, link)
     s.enqueue(TARGET, pending(3))
     s.enqueue(TARGET, pending(2))
     s.send()
-    (_, first), (_, second) = link.sent
+    (_, first), (_, second) = link.sent[1:]
     answer_future(first, 6)
     answer_future(second, 45)
     assert s.take() == []
     s.check()
-    assert resent_after_backoff(s, link, 2) == [(7, 0), (7, 3)]
+    assert resent_after_backoff(s, link, 3) == [(7, 1), (7, 4)]
 
 
 def test_out_of_order_before_the_batch_ahead_answered_keeps_the_producer_id() -> None:
@@ -268,16 +341,17 @@ def test_out_of_order_before_the_batch_ahead_answered_keeps_the_producer_id() ->
     s = session(link)
     s.ready()
     link.grant(7)
+    confirm(s, link)
     s.enqueue(TARGET, pending(3))
     s.enqueue(TARGET, pending(2))
     s.send()
-    (_, first), (_, second) = link.sent[1:]
+    (_, first), (_, second) = link.sent[2:]
     answer_future(second, 45)
     assert s.take() == []
     answer_future(first, 6)
     assert s.take() == []
     assert s.ready()  # no new producer id
-    assert resent_after_backoff(s, link, 3) == [(7, 0), (7, 3)]
+    assert resent_after_backoff(s, link, 4) == [(7, 1), (7, 4)]
 
 
 def test_out_of_order_of_the_next_batch_itself_still_ends_the_transaction() -> None:
