@@ -85,6 +85,30 @@ class StartingBroker(logging.Filter):
         return logging.getLogger().isEnabledFor(logging.DEBUG)
 
 
+class LostConnection(logging.Filter):
+    """kafka-python (the batch path's protocol) logs a connection the broker dropped (a broker
+    killed or restarted, a leader moving away) as an ERROR with the socket's whole traceback:
+    a dozen lines per connection at every broker restart, which read as a mirror failing. The
+    batch path reconnects and retries by itself, as the record path's librdkafka does, which
+    says so in one WARNING line: so does this, naming the exception. Anything else it logs
+    (not a socket error) shows as it is, and DEBUG keeps the traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR or logging.getLogger().isEnabledFor(logging.DEBUG):
+            return True
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is None and not record.getMessage().endswith("socket disconnected"):
+            return True
+        if exc is not None:
+            if not isinstance(exc, OSError):
+                return True
+            record.msg, record.args = f"{record.getMessage()}: {type(exc).__name__}: {exc}", None
+            record.exc_info = None
+            record.exc_text = None
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         doc = {
@@ -128,6 +152,10 @@ def configure(
     librdkafka = logging.getLogger("kmirror.librdkafka")
     if not any(isinstance(f, StartingBroker) for f in librdkafka.filters):
         librdkafka.addFilter(StartingBroker())
+    # Nor is a connection a broker dropped (the batch path reconnects).
+    transport = logging.getLogger("kafka.net.transport")
+    if not any(isinstance(f, LostConnection) for f in transport.filters):
+        transport.addFilter(LostConnection())
 
 
 def set_level(level: str) -> None:

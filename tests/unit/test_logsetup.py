@@ -110,3 +110,38 @@ def test_a_starting_brokers_retries_are_debug_for_a_minute(
     logsetup.configure("DEBUG", pattern="%p %m")
     rdkafka.log(logging.WARNING, "%s [%s] %s", *pid[:2], pid[2].replace("31392", "31393"))
     assert "DEBUG GETPID" in err.getvalue().splitlines()[-1]
+
+
+def test_a_connection_a_broker_dropped_is_one_warning_line(
+    root: logging.Logger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kafka-python's words when a broker is killed under the batch path: an ERROR and the
+    socket's traceback, per connection. One WARNING line naming the exception instead; other
+    errors keep their traceback, and DEBUG keeps everything."""
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    transport = logging.getLogger("kafka.net.transport")
+    monkeypatch.setattr(transport, "filters", [])
+    logsetup.configure("INFO", pattern="%p %m")
+
+    def failing(exc: BaseException) -> None:
+        try:
+            raise exc
+        except BaseException:
+            transport.exception("%s: Error receiving network data closing socket", "<conn b-1>")
+
+    failing(ConnectionResetError(104, "Connection reset by peer"))
+    transport.error("%s: socket disconnected", "<conn b-2>")
+    assert err.getvalue().splitlines() == [
+        "WARNING <conn b-1>: Error receiving network data closing socket: "
+        "ConnectionResetError: [Errno 104] Connection reset by peer",
+        "WARNING <conn b-2>: socket disconnected",
+    ]
+    failing(ValueError("a bug, not a broker"))
+    assert "ERROR <conn b-1>" in err.getvalue() and "Traceback" in err.getvalue()
+
+    err.truncate(0)
+    err.seek(0)
+    logsetup.configure("DEBUG", pattern="%p %m")
+    failing(ConnectionResetError(104, "Connection reset by peer"))
+    assert err.getvalue().startswith("ERROR <conn b-1>") and "Traceback" in err.getvalue()
