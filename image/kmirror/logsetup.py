@@ -86,26 +86,20 @@ class StartingBroker(logging.Filter):
 
 
 class LostConnection(logging.Filter):
-    """kafka-python (the batch path's protocol) logs a connection the broker dropped (a broker
-    killed or restarted, a leader moving away) as an ERROR with the socket's whole traceback:
-    a dozen lines per connection at every broker restart, which read as a mirror failing. The
-    batch path reconnects and retries by itself, as the record path's librdkafka does, which
-    says so in one WARNING line: so does this, naming the exception. Anything else it logs
-    (not a socket error) shows as it is, and DEBUG keeps the traceback."""
+    """kafka-python (the batch path's protocol) logs a socket error on a connection (a broker
+    killed, a connection reset) with the socket's whole traceback: a dozen lines per
+    connection, where every other line about a lost or refused connection, its own and
+    librdkafka's on the record path, is one ERROR line naming the error. The batch path
+    reconnects by itself, as those lines' do: so this one is one line too, naming the
+    exception. Not a socket error: shown as it is; DEBUG keeps the traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.ERROR or logging.getLogger().isEnabledFor(logging.DEBUG):
-            return True
         exc = record.exc_info[1] if record.exc_info else None
-        if exc is None and not record.getMessage().endswith("socket disconnected"):
+        if not isinstance(exc, OSError) or logging.getLogger().isEnabledFor(logging.DEBUG):
             return True
-        if exc is not None:
-            if not isinstance(exc, OSError):
-                return True
-            record.msg, record.args = f"{record.getMessage()}: {type(exc).__name__}: {exc}", None
-            record.exc_info = None
-            record.exc_text = None
-        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.msg, record.args = f"{record.getMessage()}: {type(exc).__name__}: {exc}", None
+        record.exc_info = None
+        record.exc_text = None
         return True
 
 
@@ -152,7 +146,7 @@ def configure(
     librdkafka = logging.getLogger("kmirror.librdkafka")
     if not any(isinstance(f, StartingBroker) for f in librdkafka.filters):
         librdkafka.addFilter(StartingBroker())
-    # Nor is a connection a broker dropped (the batch path reconnects).
+    # A socket error on the batch path is one line, as every other connection error.
     transport = logging.getLogger("kafka.net.transport")
     if not any(isinstance(f, LostConnection) for f in transport.filters):
         transport.addFilter(LostConnection())

@@ -112,12 +112,12 @@ def test_a_starting_brokers_retries_are_debug_for_a_minute(
     assert "DEBUG GETPID" in err.getvalue().splitlines()[-1]
 
 
-def test_a_connection_a_broker_dropped_is_one_warning_line(
+def test_a_socket_error_on_the_batch_path_is_one_line(
     root: logging.Logger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """kafka-python's words when a broker is killed under the batch path: an ERROR and the
-    socket's traceback, per connection. One WARNING line naming the exception instead; other
-    errors keep their traceback, and DEBUG keeps everything."""
+    """kafka-python's words when a broker resets a connection under the batch path: an ERROR
+    and the socket's traceback. One ERROR line naming the exception instead, like its other
+    connection lines; other errors keep their traceback, and DEBUG keeps everything."""
     err = io.StringIO()
     monkeypatch.setattr("sys.stderr", err)
     transport = logging.getLogger("kafka.net.transport")
@@ -133,12 +133,12 @@ def test_a_connection_a_broker_dropped_is_one_warning_line(
     failing(ConnectionResetError(104, "Connection reset by peer"))
     transport.error("%s: socket disconnected", "<conn b-2>")
     assert err.getvalue().splitlines() == [
-        "WARNING <conn b-1>: Error receiving network data closing socket: "
+        "ERROR <conn b-1>: Error receiving network data closing socket: "
         "ConnectionResetError: [Errno 104] Connection reset by peer",
-        "WARNING <conn b-2>: socket disconnected",
+        "ERROR <conn b-2>: socket disconnected",
     ]
     failing(ValueError("a bug, not a broker"))
-    assert "ERROR <conn b-1>" in err.getvalue() and "Traceback" in err.getvalue()
+    assert "Traceback" in err.getvalue() and "ValueError: a bug" in err.getvalue()
 
     err.truncate(0)
     err.seek(0)
