@@ -88,10 +88,10 @@ class StartingBroker(logging.Filter):
 class LostConnection(logging.Filter):
     """kafka-python (the batch path's protocol) logs a socket error on a connection (a broker
     killed, a connection reset) with the socket's whole traceback: a dozen lines per
-    connection, where every other line about a lost or refused connection, its own and
-    librdkafka's on the record path, is one ERROR line naming the error. The batch path
-    reconnects by itself, as those lines' do: so this one is one line too, naming the
-    exception. Not a socket error: shown as it is; DEBUG keeps the traceback."""
+    connection, where every other line about a lost or refused connection (its own, and
+    librdkafka's on the record path) is one ERROR line naming the error, and the client
+    reconnects by itself either way. So this one is one line too, naming the exception. Not a
+    socket error: shown as it is; DEBUG keeps the traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
