@@ -10,6 +10,7 @@ import subprocess
 import sys
 from dataclasses import replace
 
+import psutil
 import pytest
 
 from tests.faults.harness import verdict
@@ -24,7 +25,7 @@ from tests.faults.soakstats import (
     slope,
     summarize,
 )
-from tests.kafkatools import TIMESTAMP_CREATE_TIME, Rec, wait_until
+from tests.kafkatools import TIMESTAMP_CREATE_TIME, Rec
 
 pytestmark = pytest.mark.unit
 
@@ -166,19 +167,31 @@ def test_the_report_shows_the_slopes_and_says_whether_they_were_judged() -> None
 
 
 def test_tree_usage_counts_the_children_and_their_descriptors() -> None:
-    """The mirror's streams are child processes: their memory and descriptors count."""
-    alone = tree_usage(os.getpid())
-    child = subprocess.Popen(
-        [sys.executable, "-c", "import os, sys; fs = [os.open(os.devnull, 0) for _ in range(50)]; "
-         "sys.stdin.read()"],
-        stdin=subprocess.PIPE,
-    )  # fmt: skip
+    """The mirror's streams are child processes: their memory and descriptors count.
+
+    Measured on a tree of its own (a parent holding one child with 50 open descriptors), not on
+    pytest's: pytest's tree holds the brokers of other tests, whose descriptors come and go."""
+    child = (
+        "import os, sys; fs = [os.open(os.devnull, 0) for _ in range(50)]; "
+        "print('ready', flush=True); sys.stdin.read()"
+    )
+    hold = (
+        "import subprocess, sys; "
+        f"sys.exit(subprocess.Popen([sys.executable, '-c', {child!r}]).wait())"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
-        wait_until(lambda: tree_usage(os.getpid())[1] >= alone[1] + 50, 30, 0.1, "child's fds")
-        rss, fds, n = tree_usage(os.getpid())
-        assert n == alone[2] + 1 and rss > alone[0] and fds >= alone[1] + 50
+        assert parent.stdout is not None and parent.stdout.readline() == "ready\n"
+        own = psutil.Process(parent.pid)
+        rss, fds, n = tree_usage(parent.pid)
+        assert n == 2
+        assert fds >= own.num_fds() + 50
+        assert rss > own.memory_info().rss
     finally:
-        child.communicate(b"", timeout=30)
+        parent.communicate("", timeout=30)
+    assert parent.returncode == 0
 
 
 def test_faults_to_rotate_through_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
