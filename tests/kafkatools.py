@@ -23,7 +23,14 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 T = TypeVar("T")
 
@@ -97,6 +104,18 @@ def _get(rec: Any, name: str, default: Any = None) -> Any:
     if isinstance(rec, Mapping):
         return rec.get(name, default)
     return getattr(rec, name, default)
+
+
+def commit_offsets(consumer: Consumer, offsets: list[TopicPartition], timeout: float = 60) -> None:
+    """Commit synchronously; again while the group coordinator loads its part of
+    __consumer_offsets or moves (a fresh or restarted cluster answers
+    COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR for a moment)."""
+
+    def once() -> bool:
+        consumer.commit(offsets=offsets, asynchronous=False)
+        return True
+
+    wait_until(once, timeout, 0.5, f"a commit of {len(offsets)} offset(s)")
 
 
 # --------------------------------------------------------------------------- admin
@@ -416,6 +435,8 @@ COMPACTED = {
     "min.cleanable.dirty.ratio": "0.01",
     "min.compaction.lag.ms": "0",
 }
+# What compacted_source leaves a topic with once compacted: nothing removed any more.
+FROZEN = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
 
 
 def compacted_source(bootstrap: str, make_topic: Callable[..., str]) -> str:
@@ -436,4 +457,28 @@ def compacted_source(bootstrap: str, make_topic: Callable[..., str]) -> str:
         return len(consume_all(bootstrap, topic)) < 900
 
     wait_until(compacted, 60, interval=1.0, message=f"compaction of {topic}")
+    # Freeze it: with compaction on, the cleaner goes on removing records (the older pokes)
+    # after the caller has read the source, so the target could never hold what was read
+    # (seen under load in CI: the mirror copied all there was, and the test waited for more).
+    # Retention "delete" with no limit removes nothing; the gaps compaction left stay.
+    frozen = ConfigResource(
+        ResourceType.TOPIC,
+        topic,
+        incremental_configs=[
+            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+            for name, value in FROZEN.items()
+        ],
+    )
+    client = admin(bootstrap)  # kept: its futures fail once it is gone
+    for fut in client.incremental_alter_configs([frozen], request_timeout=10).values():
+        fut.result(timeout=30)
+    # A cleaner pass that began before the change still finishes: read until two reads agree.
+    seen: list[list[Rec]] = [consume_all(bootstrap, topic)]
+
+    def settled() -> bool:
+        time.sleep(1.0)
+        seen.append(consume_all(bootstrap, topic))
+        return seen[-1] == seen[-2]
+
+    wait_until(settled, 60, interval=0.0, message=f"the compacted log of {topic} to settle")
     return topic

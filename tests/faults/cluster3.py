@@ -36,7 +36,15 @@ from scripts import kafkalocal
 from scripts.kafkalocal.proxy import api_url
 from scripts.kafkalocal.quorum import roll, wait_in_sync
 from scripts.toxiproxy import Toxiproxy
-from tests.kafkatools import Clusters, admin, create_topic, produce, unique, wait_until
+from tests.kafkatools import (
+    Clusters,
+    admin,
+    commit_offsets,
+    create_topic,
+    produce,
+    unique,
+    wait_until,
+)
 
 QUIET = logging.getLogger("faults.cluster3.librdkafka")
 QUIET.addHandler(logging.NullHandler())
@@ -92,12 +100,8 @@ def warm(bootstrap: str) -> None:
     txn.commit_transaction(180)
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("warm"), "logger": QUIET})
 
-    def commit() -> bool:  # NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS while it settles
-        c.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
-        return True
-
     try:
-        wait_until(commit, 180, 1.0, f"a first group commit at {bootstrap}")
+        commit_offsets(c, [TopicPartition(topic, 0, 1)], 180)
     finally:
         c.close()
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NamedTuple
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 
 from kmirror.config.model import MirrorConfig
 from kmirror.errors import ClusterError
@@ -38,6 +38,26 @@ log = logging.getLogger(__name__)
 TIMEOUT_S = 15.0
 Isolation = Literal["read_committed", "read_uncommitted"]
 _READER_GROUP = "kmirror-reader"  # required by a consumer; an assign-only one never joins it
+
+
+# What a group coordinator answers while it loads its part of __consumer_offsets (a broker
+# just started or restarted: the moment a failover often runs in) or moves to another broker.
+# A commit is tried again then, within the timeout, as the Java AdminClient does.
+COORDINATOR_SETTLING = frozenset(
+    {
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TIMED_OUT,
+    }
+)
+COMMIT_RETRY_S = 0.5
+
+
+def coordinator_settling(exc: KafkaException) -> bool:
+    err = exc.args[0] if exc.args else None
+    return isinstance(err, KafkaError) and err.code() in COORDINATOR_SETTLING
 
 
 class Commit(NamedTuple):
@@ -231,9 +251,18 @@ class Cluster:
         if not offsets:
             return
         consumer = self._reader(group)
+        deadline = time.monotonic() + self.timeout
         try:
             parts = [TopicPartition(t, p, o, metadata=metadata) for (t, p), o in offsets.items()]
-            result = consumer.commit(offsets=parts, asynchronous=False)
+            while True:
+                try:
+                    result = consumer.commit(offsets=parts, asynchronous=False)
+                    break
+                except KafkaException as exc:
+                    if not coordinator_settling(exc) or time.monotonic() >= deadline:
+                        raise
+                    log.info("commit of group %s waits for its coordinator: %s", group, exc)
+                    time.sleep(COMMIT_RETRY_S)
             bad = [tp for tp in result or [] if tp.error is not None]
             if bad:
                 raise ClusterError(

@@ -12,7 +12,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kmirror.progress.book import PartitionBook
 from kmirror.progress.codec import encode_record
-from tests.kafkatools import LOG, Clusters, create_topic, list_topics
+from tests.kafkatools import LOG, Clusters, commit_offsets, create_topic, list_topics
 from tests.mirrorproc import REPO_ROOT
 
 Key = tuple[str, int]
@@ -73,8 +73,7 @@ def consume_and_commit(
                 seen.append(msg.value() or b"")
                 done[p] = done.get(p, 0) + 1
                 last[p] = int(msg.offset() or 0)
-        c.commit(offsets=[TopicPartition(topic, p, o + 1) for p, o in last.items()],
-                 asynchronous=False)  # fmt: skip
+        commit_offsets(c, [TopicPartition(topic, p, o + 1) for p, o in last.items()])
     finally:
         c.close()
     return seen
@@ -117,8 +116,7 @@ def write_progress(bootstrap: str, group_id: str, books: Mapping[Key, PartitionB
 def commit_group(bootstrap: str, group: str, offsets: Mapping[Key, int]) -> None:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "logger": LOG})
     try:
-        c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
-                 asynchronous=False)  # fmt: skip
+        commit_offsets(c, [TopicPartition(t, p, o) for (t, p), o in offsets.items()])
     finally:
         c.close()
 

@@ -19,7 +19,7 @@ from confluent_kafka import TopicPartition
 
 from tests.integration.dr.drtools import consume_and_commit, consume_rest, member
 from tests.integration.dr.test_failover import PARTITIONS, transactions
-from tests.kafkatools import Clusters, consume_all, end_offsets, produce, wait_until
+from tests.kafkatools import Clusters, commit_offsets, consume_all, end_offsets, produce, wait_until
 from tests.mirrorproc import MirrorProcess, mirror_args, run_cli
 
 pytestmark = pytest.mark.integration
@@ -69,8 +69,7 @@ def consume_until(bootstrap: str, topic: str, group: str, stops: dict[int, int])
             position[p] = max(position.get(p, 0), offset + 1)
             if position[p] >= stops[p]:
                 c.pause([TopicPartition(topic, p)])
-        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in stops.items()],
-                 asynchronous=False)  # fmt: skip
+        commit_offsets(c, [TopicPartition(topic, p, o) for p, o in stops.items()])
     finally:
         c.close()
     return seen
