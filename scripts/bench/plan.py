@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from scripts.bench.contenders import Contender, default_contenders
 from scripts.bench.experiments import TRANSLATE, experiment_contenders
+from scripts.bench.quiet import Quiet
 
 # A full run's drain copies until the backlog is on the target or for this long, whichever comes
 # first: the backlogs below give the fastest contender (kmirror's batch path) at least 10 s on a
@@ -166,6 +167,7 @@ class Plan:
     ceilings: list[str] = field(
         default_factory=lambda: ["producer-perf", "python-produce", "python-consume"]
     )
+    quiet: Quiet = field(default_factory=Quiet)  # what every measured run waits for first
 
     def contenders_for(self, w: Workload) -> list[Contender]:
         return [c for c in self.contenders if c.name not in w.skip]
@@ -273,6 +275,10 @@ def make_plan(args: argparse.Namespace) -> Plan:
         source=("bsrc" if full else "bsmoke-src", args.source_port or (19292 if full else 19592)),
         target=("btgt" if full else "bsmoke-tgt", args.target_port or (29292 if full else 29592)),
     )
+    if not full or args.settle_max_s is not None:
+        # A smoke run is CI's, on a machine busy with the other tests: it cannot wait for quiet.
+        limit = args.settle_max_s if args.settle_max_s is not None else 0.0
+        plan.quiet = replace(plan.quiet, max_wait_s=limit, sample_s=min(1.0, limit) or 0.2)
     if args.clusters:
         plan.source = (f"{args.clusters}-src", plan.source[1])
         plan.target = (f"{args.clusters}-tgt", plan.target[1])

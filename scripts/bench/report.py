@@ -60,6 +60,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"run took {meta.get('duration_s', 0) / 60:.1f} min.",
         f"Command: `{meta['command']}`",
         "",
+        *_quiet_line(result),
         _versions(meta.get("versions", {})),
         "",
     ]
@@ -196,6 +197,25 @@ def _sustained_table(summ: dict[str, Any], plan: dict[str, Any]) -> list[str]:
             f"| {', '.join(s['sustained_bounds'])} |"
             for s in rows
         ],
+    ]
+
+
+def _quiet_line(result: dict[str, Any]) -> list[str]:
+    """How quiet the machine was when the runs started (scripts/bench/quiet.py)."""
+    policy = result["meta"]["plan"].get("quiet")
+    if not policy or not policy["max_wait_s"]:
+        return []
+    runs = [r for r in [*result["runs"], *result["ceilings"]] if "settle_s" in r]
+    if not runs:
+        return []
+    waits = sorted(r["settle_s"] for r in runs)
+    capped = sum(1 for r in runs if not r["quiet_at_start"])
+    return [
+        f"Each run started on a quiet machine: CPU busy (I/O wait included) under "
+        f"{policy['busy_below']:.0%} for {policy['samples']} s in a row, waiting at most "
+        f"{policy['max_wait_s']:.0f} s; waits {waits[0]:.0f}-{waits[-1]:.0f} s (median "
+        f"{waits[len(waits) // 2]:.0f} s), {capped} of {len(runs)} runs started at the cap.",
+        "",
     ]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -31,7 +32,7 @@ from typing import Any
 import confluent_kafka
 
 from scripts import kafkalocal
-from scripts.bench import ceilings, clusters, kafkaio, phases, procs, report
+from scripts.bench import ceilings, clusters, kafkaio, phases, procs, quiet, report
 from scripts.bench.contenders import REPO_ROOT, Contender, kafka_jar_dir, mm2_jar_dir
 from scripts.bench.drain import Drain
 from scripts.bench.loops import producer_conf
@@ -126,9 +127,9 @@ class Bench:
             "rep": rep,
             "run_id": run_id,
             "verified": False,
-            "load_avg_start": os.getloadavg()[0],
         }
         self._clean_target()
+        res.update(self._settle())
         topics: list[str] = []
         if w is not None:
             res.update({"records": w.records, "record_bytes": w.size})
@@ -187,6 +188,11 @@ class Bench:
                     kafkaio.delete_topics(self.src, ptopics.names(), wait=False)
         return res
 
+    def _settle(self) -> dict[str, Any]:
+        """Wait for a quiet machine (quiet.py); what the run started on."""
+        started = quiet.wait_quiet(self.plan.quiet)
+        return {**started, "load_avg_start": os.getloadavg()[0]}
+
     def _drain(
         self, w: Workload, c: Contender, tree: procs.Tree, res: dict[str, Any], group: str
     ) -> None:
@@ -216,9 +222,9 @@ class Bench:
     def ceiling(self, w: Workload, kind: str, rep: int) -> dict[str, Any]:
         run_id = self._run_id()
         res: dict[str, Any] = {"workload": w.name, "ceiling": kind, "rep": rep}
-        res["load_avg_start"] = os.getloadavg()[0]
         if kind != "python-consume":
             self._clean_target()
+        res.update(self._settle())
 
         def loop(args: list[str], name: str) -> dict[str, Any]:
             return run_loops([(args, name)], self.log_dir, self.plan.drain_timeout_s)[0]
@@ -331,6 +337,7 @@ def describe_plan(plan: Plan, target: str) -> dict[str, Any]:
         "workloads": [w.describe() for w in plan.workloads],
         "contenders": [c.describe() for c in plan.contenders],
         "ceilings": plan.ceilings,
+        "quiet": dataclasses.asdict(plan.quiet),
         "phases": None
         if ph is None
         else {
@@ -421,6 +428,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--sustained-start", type=int, help="records/s of the search's first step")
     ap.add_argument("--sustained-steps", type=int, help="at most this many steps per search")
     ap.add_argument("--no-phases", action="store_true", help="no latency or sustained phase")
+    ap.add_argument(
+        "--settle-max-s",
+        type=float,
+        help="wait at most this long for a quiet machine before each run (full 90, smoke 0)",
+    )
     ap.add_argument(
         "--clusters", help="name prefix of the two clusters (default bsrc/btgt, bsmoke-src/-tgt)"
     )

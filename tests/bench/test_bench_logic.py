@@ -9,12 +9,24 @@ import io
 import json
 import math
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import fastavro
 import pytest
 
-from scripts.bench import batchshape, latency, plan, run, summary, sustained, throttle, wire
+from scripts.bench import (
+    batchshape,
+    latency,
+    plan,
+    quiet,
+    report,
+    run,
+    summary,
+    sustained,
+    throttle,
+    wire,
+)
 from scripts.bench.loops import Records
 
 pytestmark = pytest.mark.unit
@@ -107,6 +119,7 @@ def _args(**kw: object) -> argparse.Namespace:
             "clusters",
             "only",
             "experiments",
+            "settle_max_s",
         )
     )
     base.update(mode="full", no_phases=False)
@@ -166,6 +179,52 @@ def test_smoke_plan_hosts_the_phases_in_the_100b_drains() -> None:
     assert p.max_copy_s is None
     assert p.phases is not None and p.phases.host == "100B" and not p.phases.sustained
     assert [p.mirrors_schemas(w) for w in p.workloads] == [True, False]  # 100B framed
+
+
+def test_a_run_waits_for_a_quiet_machine_up_to_a_cap() -> None:
+    t = [0.0]
+
+    def sampler(busy: list[float]) -> Callable[[float], float]:
+        def sample(seconds: float) -> float:
+            t[0] += seconds
+            return busy.pop(0)
+
+        return sample
+
+    policy = quiet.Quiet(busy_below=0.2, samples=3, sample_s=1.0, max_wait_s=10.0)
+    # A busy sample breaks the run of quiet ones: three in a row are needed.
+    got = quiet.wait_quiet(policy, sampler([0.9, 0.1, 0.1, 0.5, 0.1, 0.1, 0.05]), lambda: t[0])
+    assert got == {"settle_s": 7.0, "busy_at_start": 0.05, "quiet_at_start": True}
+    t[0] = 0.0
+    got = quiet.wait_quiet(policy, sampler([0.8] * 20), lambda: t[0])
+    assert got == {"settle_s": 10.0, "busy_at_start": 0.8, "quiet_at_start": False}
+
+
+def test_cpu_busy_counts_io_wait_as_busy(tmp_path: Path) -> None:
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal guest guest_nice
+    stat.write_text("cpu  100 0 50 800 50 0 0 0 7 0\ncpu0 1 2 3\n")
+    assert quiet.cpu_times(stat) == (1000, 800)
+    stat.write_text("intr 1 2\n")
+    with pytest.raises(RuntimeError, match="cpu line"):
+        quiet.cpu_times(stat)
+    # On this machine: a fraction of the CPUs, whatever they do.
+    assert 0.0 <= quiet.busy_sampler()(0.05) <= 1.0
+
+
+def test_full_runs_wait_for_quiet_and_smoke_runs_do_not() -> None:
+    assert plan.make_plan(_args()).quiet.max_wait_s == 90.0
+    smoke = plan.make_plan(_args(mode="smoke"))
+    assert smoke.quiet.max_wait_s == 0.0 and smoke.quiet.sample_s == 0.2
+    assert plan.make_plan(_args(settle_max_s=30.0)).quiet.max_wait_s == 30.0
+    # The report says how the runs started; nothing when they did not wait.
+    runs = [{"settle_s": s, "quiet_at_start": s < 90} for s in (3.0, 12.0, 90.0)]
+    meta = {"plan": {"quiet": run.dataclasses.asdict(plan.make_plan(_args()).quiet)}}
+    line = report._quiet_line({"meta": meta, "runs": runs, "ceilings": []})
+    assert "under 20% for 3 s" in line[0] and "waits 3-90 s (median 12 s)" in line[0]
+    assert "1 of 3 runs started at the cap" in line[0]
+    meta = {"plan": {"quiet": run.dataclasses.asdict(smoke.quiet)}}
+    assert report._quiet_line({"meta": meta, "runs": runs, "ceilings": []}) == []
 
 
 def test_batch_shape_summary() -> None:

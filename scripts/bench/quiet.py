@@ -1,0 +1,78 @@
+"""Start every measured run on a quiet machine.
+
+Session 20's whole `make bench` showed why: on 2 cores, the runs that started right after the
+latency and sustained phases (load average 5-9: the phases' producers, the brokers flushing and
+deleting what the phases wrote, a JVM's last collections) ran at half the rate of the same
+contender started at load 2-3 (kmirror 100 B: 718,968 at load 5.0 against 1,447,299 at 2.3 and
+1,554,152 at 2.6 records/s), and which contender drew such a start decided ratios like the
+exactly-once cost. The load average trails the machine by a minute, so the test here is the CPU
+time itself: `/proc/stat`, busy including I/O wait (the brokers' disks are part of the machine
+a mirror needs), sampled each second until a few samples in a row are under a threshold, or a
+cap passes. Every run records how long it waited and how busy the machine was when it started,
+so a run that started on a busy machine (the cap) shows in the JSON.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+PROC_STAT = Path("/proc/stat")
+
+
+@dataclass(frozen=True)
+class Quiet:
+    """When the machine counts as quiet: `samples` one-second samples in a row with less than
+    `busy_below` of all CPUs busy (two idle brokers use 1-5 %), waiting at most `max_wait_s`."""
+
+    busy_below: float = 0.20
+    samples: int = 3
+    sample_s: float = 1.0
+    max_wait_s: float = 90.0
+
+
+def cpu_times(stat: Path = PROC_STAT) -> tuple[int, int]:
+    """(all jiffies, idle jiffies) of the machine; I/O wait counts as busy."""
+    fields = stat.read_text().splitlines()[0].split()
+    if fields[:1] != ["cpu"]:
+        raise RuntimeError(f"{stat} does not start with the machine's cpu line: {fields[:1]}")
+    values = [int(v) for v in fields[1:]]
+    # user nice system idle iowait irq softirq steal (guest time is inside user already)
+    return sum(values[:8]), values[3]
+
+
+def busy_sampler(stat: Path = PROC_STAT) -> Callable[[float], float]:
+    """A function that sleeps `seconds` and returns the busy fraction over them."""
+
+    def sample(seconds: float) -> float:
+        total0, idle0 = cpu_times(stat)
+        time.sleep(seconds)
+        total1, idle1 = cpu_times(stat)
+        total = total1 - total0
+        return 1.0 - (idle1 - idle0) / total if total > 0 else 0.0
+
+    return sample
+
+
+def wait_quiet(
+    policy: Quiet = Quiet(),
+    sample: Callable[[float], float] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> dict[str, float | bool]:
+    """Wait for a quiet machine; what it took: seconds waited, the last sample, quiet or not."""
+    sample = sample or busy_sampler()
+    started = clock()
+    calm = 0
+    busy = 1.0
+    while True:
+        busy = sample(policy.sample_s)
+        calm = calm + 1 if busy < policy.busy_below else 0
+        waited = clock() - started
+        if calm >= policy.samples or waited >= policy.max_wait_s:
+            return {
+                "settle_s": round(waited, 1),
+                "busy_at_start": round(busy, 3),
+                "quiet_at_start": calm >= policy.samples,
+            }
