@@ -1,4 +1,4 @@
-"""Start every measured run on a quiet machine.
+"""Start every measured run on a quiet machine, with the backlog it reads in the page cache.
 
 Session 20's whole `make bench` showed why: on 2 cores, the runs that started right after the
 latency and sustained phases (load average 5-9: the phases' producers, the brokers flushing and
@@ -10,6 +10,15 @@ time itself: `/proc/stat`, busy including I/O wait (the brokers' disks are part 
 a mirror needs), sampled each second until a few samples in a row are under a threshold, or a
 cap passes. Every run records how long it waited and how busy the machine was when it started,
 so a run that started on a busy machine (the cap) shows in the JSON.
+
+The backlog: the same run (session 21's) showed the first 100 B drain of each repetition at
+about 40-60 % of the later ones whichever contender drew it (kmirror 732,869 first against
+1,856,514 and 1,773,305; exactly-once 1,099,800 first against 1,906,327), on a quiet CPU. Between
+two drains of one workload the others read 13 GB of backlogs and write their copies, more than
+the 20 GB page cache keeps beside them: the first reader of a workload read its backlog from
+disk, the next ones from memory. So each drain first reads its source topic's log files (the
+bench's own cluster: the files are on this machine), as a backlog just produced would be; for
+a backlog still in the cache that takes a second.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PROC_STAT = Path("/proc/stat")
+READ_CHUNK_B = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -76,3 +86,24 @@ def wait_quiet(
                 "busy_at_start": round(busy, 3),
                 "quiet_at_start": calm >= policy.samples,
             }
+
+
+def warm_backlog(data_dir: Path, topic: str) -> dict[str, float]:
+    """Read every log segment of `topic` under a broker's `data_dir` once (into the page
+    cache); how long it took and how much it read."""
+    started = time.monotonic()
+    read = 0
+    segments = sorted(
+        f
+        for d in data_dir.glob(f"{topic}-*")
+        if d.name[len(topic) + 1 :].isdigit()  # not topic-x-0: another topic's partition
+        for f in d.glob("*.log")
+    )
+    if not segments:
+        raise RuntimeError(f"no log segments of {topic} under {data_dir}: nothing to warm")
+    buf = bytearray(READ_CHUNK_B)
+    for segment in segments:
+        with segment.open("rb", buffering=0) as f:
+            while n := f.readinto(buf):
+                read += n
+    return {"warm_s": round(time.monotonic() - started, 1), "warm_mb": round(read / 2**20)}

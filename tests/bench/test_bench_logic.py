@@ -212,6 +212,18 @@ def test_cpu_busy_counts_io_wait_as_busy(tmp_path: Path) -> None:
     assert 0.0 <= quiet.busy_sampler()(0.05) <= 1.0
 
 
+def test_warming_reads_every_segment_of_the_topic_and_no_other(tmp_path: Path) -> None:
+    for part, segments in (("t-0", 2), ("t-1", 1), ("t-x-0", 1), ("tt-0", 1)):
+        (tmp_path / part).mkdir()
+        for i in range(segments):
+            (tmp_path / part / f"{i:020d}.log").write_bytes(bytes(3 << 20))
+        (tmp_path / part / "00000000000000000000.index").write_bytes(bytes(1 << 20))
+    got = quiet.warm_backlog(tmp_path, "t")
+    assert got["warm_mb"] == 9 and got["warm_s"] >= 0  # t-0's two segments, t-1's one
+    with pytest.raises(RuntimeError, match="no log segments of nope"):
+        quiet.warm_backlog(tmp_path, "nope")
+
+
 def test_full_runs_wait_for_quiet_and_smoke_runs_do_not() -> None:
     assert plan.make_plan(_args()).quiet.max_wait_s == 90.0
     smoke = plan.make_plan(_args(mode="smoke"))
