@@ -51,6 +51,7 @@ from scripts.kafkalocal.spec import (
     cluster_dir,
     clusters_root,
     env_lines,
+    files,
     known_clusters,
     load_spec,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "clusters_root",
     "down",
     "env_lines",
+    "files",
     "java_bin",
     "kafka_jar_dir",
     "known_clusters",
