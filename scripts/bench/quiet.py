@@ -14,8 +14,8 @@ so a run that started on a busy machine (the cap) shows in the JSON.
 The backlog: the same run (session 21's) showed the first 100 B drain of each repetition at
 about 40-60 % of the later ones whichever contender drew it (kmirror 732,869 first against
 1,856,514 and 1,773,305; exactly-once 1,099,800 first against 1,906,327), on a quiet CPU. Between
-two drains of one workload the others read 13 GB of backlogs and write their copies, more than
-the 20 GB page cache keeps beside them: the first reader of a workload read its backlog from
+two drains of one workload the others copy about 16 GB through the target broker and read their
+own backlogs, more than the 20 GB page cache keeps beside them: the first reader of a workload read its backlog from
 disk, the next ones from memory. So each drain first reads its source topic's log files (the
 bench's own cluster: the files are on this machine), as a backlog just produced would be; for
 a backlog still in the cache that takes a second.
