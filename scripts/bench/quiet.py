@@ -13,12 +13,15 @@ so a run that started on a busy machine (the cap) shows in the JSON.
 
 The backlog: the same run (session 21's) showed the first 100 B drain of each repetition at
 about 40-60 % of the later ones whichever contender drew it (kmirror 732,869 first against
-1,856,514 and 1,773,305; exactly-once 1,099,800 first against 1,906,327), on a quiet CPU. Between
-two drains of one workload the others copy about 16 GB through the target broker and read their
-own backlogs, more than the 20 GB page cache keeps beside them: the first reader of a workload read its backlog from
-disk, the next ones from memory. So each drain first reads its source topic's log files (the
-bench's own cluster: the files are on this machine), as a backlog just produced would be; for
-a backlog still in the cache that takes a second.
+1,856,514 and 1,773,305; exactly-once 1,099,800 first against 1,906,327), on a quiet CPU.
+Between two drains of one workload the others copy about 16 GB through the target broker and
+read their own backlogs, more than the 20 GB page cache keeps beside them: the first reader of
+a workload read its backlog from disk, the next ones from memory. So each drain first reads its
+source topic's log files (the bench's own cluster: the files are on this machine), as a backlog
+just produced would be: about 10 s for a backlog that left the cache, under a second otherwise.
+The next run's first drains of repetitions 2 and 3 then ran at full speed; those of repetition
+1, right after the preloads, did not (why is open: the dirty pages the preloads left, recorded
+per run as `dirty_mb_at_start`, are the candidate).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PROC_STAT = Path("/proc/stat")
+PROC_MEMINFO = Path("/proc/meminfo")
 READ_CHUNK_B = 8 << 20
 
 
@@ -51,6 +55,17 @@ def cpu_times(stat: Path = PROC_STAT) -> tuple[int, int]:
     values = [int(v) for v in fields[1:]]
     # user nice system idle iowait irq softirq steal (guest time is inside user already)
     return sum(values[:8]), values[3]
+
+
+def dirty_mb(meminfo: Path = PROC_MEMINFO) -> int:
+    """Page cache not yet on disk (Dirty + Writeback), MB: recorded at each run's start, for
+    the first repetition's slow drains after the preloads (docs/benchmarks.md, session 21)."""
+    kb = 0
+    for line in meminfo.read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("Dirty", "Writeback"):
+            kb += int(rest.split()[0])
+    return kb // 1024
 
 
 def busy_sampler(stat: Path = PROC_STAT) -> Callable[[float], float]:

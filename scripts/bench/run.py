@@ -193,7 +193,11 @@ class Bench:
     def _settle(self) -> dict[str, Any]:
         """Wait for a quiet machine (quiet.py); what the run started on."""
         started = quiet.wait_quiet(self.plan.quiet)
-        return {**started, "load_avg_start": os.getloadavg()[0]}
+        return {
+            **started,
+            "dirty_mb_at_start": quiet.dirty_mb(),
+            "load_avg_start": os.getloadavg()[0],
+        }
 
     def _warm(self, w: Workload) -> dict[str, Any]:
         """The source backlog w's run reads, into the page cache (quiet.py)."""

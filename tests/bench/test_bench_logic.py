@@ -208,6 +208,10 @@ def test_cpu_busy_counts_io_wait_as_busy(tmp_path: Path) -> None:
     stat.write_text("intr 1 2\n")
     with pytest.raises(RuntimeError, match="cpu line"):
         quiet.cpu_times(stat)
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemFree: 100 kB\nDirty:  3072 kB\nWriteback: 2048 kB\nWritebackTmp: 9 kB\n")
+    assert quiet.dirty_mb(meminfo) == 5
+    assert quiet.dirty_mb() >= 0
     # On this machine: a fraction of the CPUs, whatever they do.
     assert 0.0 <= quiet.busy_sampler()(0.05) <= 1.0
 
