@@ -1,17 +1,17 @@
 """Start every measured run on a quiet machine, with the backlog it reads in the page cache.
 
-Session 20's whole `make bench` showed why: on 2 cores, the runs that started right after the
-latency and sustained phases (load average 5-9: the phases' producers, the brokers flushing and
-deleting what the phases wrote, a JVM's last collections) ran at half the rate of the same
-contender started at load 2-3 (kmirror 100 B: 718,968 at load 5.0 against 1,447,299 at 2.3 and
-1,554,152 at 2.6 records/s), and which contender drew such a start decided ratios like the
-exactly-once cost. The load average trails the machine by a minute, so the test here is the CPU
-time itself: `/proc/stat`, busy including I/O wait (the brokers' disks are part of the machine
-a mirror needs), sampled each second until a few samples in a row are under a threshold, or a
-cap passes. Every run records how long it waited and how busy the machine was when it started,
-so a run that started on a busy machine (the cap) shows in the JSON.
+The quiet machine: in session 20's whole `make bench` the runs that started right after the
+latency and sustained phases (load average 5-9) included some at half the rate of the same
+contender elsewhere, and which contender drew such a start decided ratios like the
+exactly-once cost. The load average trails the machine by a minute, so the test here is the
+CPU time itself: `/proc/stat`, busy including I/O wait (the brokers' disks are part of the
+machine a mirror needs), sampled each second until a few samples in a row are under a
+threshold, or a cap passes. Every run records how long it waited and how busy the machine was
+when it started, so a run that started on a busy machine (the cap) shows in the JSON. In
+session 21's two runs every wait was 3-8 s: the CPU was idle, the slow runs had the cause
+below, and the wait stays as a guard.
 
-The backlog: the same run (session 21's) showed the first 100 B drain of each repetition at
+The backlog: session 21's first run showed the first 100 B drain of each repetition at
 about 40-60 % of the later ones whichever contender drew it (kmirror 732,869 first against
 1,856,514 and 1,773,305; exactly-once 1,099,800 first against 1,906,327), on a quiet CPU.
 Between two drains of one workload the others copy about 16 GB through the target broker and
