@@ -278,7 +278,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
     if not full or args.settle_max_s is not None:
         # A smoke run is CI's, on a machine busy with the other tests: it cannot wait for quiet.
         limit = args.settle_max_s if args.settle_max_s is not None else 0.0
-        plan.quiet = replace(plan.quiet, max_wait_s=limit, sample_s=min(1.0, limit) or 0.2)
+        plan.quiet = replace(plan.quiet, max_wait_s=limit, sample_s=1.0 if limit else 0.2)
     if args.clusters:
         plan.source = (f"{args.clusters}-src", plan.source[1])
         plan.target = (f"{args.clusters}-tgt", plan.target[1])
