@@ -10,6 +10,10 @@ from scripts import kafkalocal
 
 # Two brokers starting on 2 busy cores: kafka-local's 90 s is not always enough.
 START_TIMEOUT_S = 240.0
+# A deleted topic's files go at once, not a minute later (Kafka's default): each run deletes
+# the last run's copy on the target before it starts (run.py), and with the default that copy's
+# files were removed, and their dirty pages written back, in the middle of the next run.
+BROKER_SETTINGS = {"log.segment.delete.delay.ms": "0"}
 
 
 def fresh(clusters: Sequence[tuple[str, int]]) -> list[str]:
@@ -18,6 +22,6 @@ def fresh(clusters: Sequence[tuple[str, int]]) -> list[str]:
     leftovers = [n for n in names if n in kafkalocal.known_clusters()]
     if leftovers:
         kafkalocal.down(leftovers, keep=False)
-    specs = [kafkalocal.ClusterSpec(n, port) for n, port in clusters]
+    specs = [kafkalocal.ClusterSpec(n, port, dict(BROKER_SETTINGS)) for n, port in clusters]
     kafkalocal.up(specs, fresh=True, timeout=START_TIMEOUT_S)
     return [s.bootstrap for s in specs]

@@ -168,6 +168,9 @@ class Plan:
         default_factory=lambda: ["producer-perf", "python-produce", "python-consume"]
     )
     quiet: Quiet = field(default_factory=Quiet)  # what every measured run waits for first
+    # One uncounted round before the repetitions (Plan.warmup_contenders): the first
+    # repetition after the preloads ran slow for every contender in session 21's runs.
+    warmup: bool = False
 
     def contenders_for(self, w: Workload) -> list[Contender]:
         return [c for c in self.contenders if c.name not in w.skip]
@@ -175,10 +178,20 @@ class Plan:
     def disk_needed(self) -> int:
         """Bytes of free disk a run needs: the source's backlogs (each record with about
         RECORD_OVERHEAD_B of batch and index), plus room for the largest one again on the target
-        (a drain's copy is deleted after its run and the broker frees it about a minute later,
-        while the next copy is being made), plus DISK_MARGIN_B for logs and the brokers."""
+        (a drain's copy is deleted before the next run; a broker of Kafka's defaults frees it a
+        minute later, while the next copy is being made), plus DISK_MARGIN_B for logs and the
+        brokers."""
         sizes = [w.records * (w.size + RECORD_OVERHEAD_B) for w in self.workloads]
         return sum(sizes) + max(sizes, default=0) + DISK_MARGIN_B
+
+    def warmup_contenders(self) -> list[Contender]:
+        """Who runs the warm-up round: the first plain contender of each kind (kmirror-1,
+        mm2-1), so each kind's path through the brokers has run once before anything counts."""
+        picks: dict[str, Contender] = {}
+        for c in self.contenders:
+            if not (c.exactly_once or c.schema_id_mode):
+                picks.setdefault(c.kind, c)
+        return list(picks.values()) if self.warmup else []
 
     def mirrors_schemas(self, w: Workload) -> bool:
         """Whether a contender that mirrors schemas copies w (then its values are framed)."""
@@ -268,6 +281,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
         mode="full" if full else "smoke",
         workloads=workloads,
         reps=args.reps or (3 if full else 1),
+        warmup=full and not args.no_warmup,
         phases=None if args.no_phases else phases,
         drain_timeout_s=600 if full else 180,
         max_copy_s=args.max_copy_s or (FULL_MAX_COPY_S if full else None),

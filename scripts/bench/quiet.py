@@ -22,10 +22,17 @@ just produced would be: about 10 s for a backlog that left the cache, under a se
 The next run's first drains of repetitions 2 and 3 then ran at full speed; those of repetition
 1, right after the preloads, did not (why is open: the dirty pages the preloads left, recorded
 per run as `dirty_mb_at_start`, are the candidate).
+
+The disk: each run also starts with nothing left to write (`flush_disk`: one sync(2), how long
+it took and how much was dirty before it, in the JSON), so the kernel's write-back of the
+preloads or of the last run's copy does not share the disk with the next run. The bench's
+brokers delete a deleted topic's files at once (scripts/bench/clusters.py), so the last run's
+copy is gone, not written back, before that sync.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -67,6 +74,16 @@ def dirty_mb(meminfo: Path = PROC_MEMINFO) -> int:
         if name in ("Dirty", "Writeback"):
             kb += int(rest.split()[0])
     return kb // 1024
+
+
+def flush_disk(
+    sync: Callable[[], None] = os.sync, meminfo: Path = PROC_MEMINFO
+) -> dict[str, float]:
+    """Write every dirty page to disk before a run; what was dirty and how long it took."""
+    dirty = dirty_mb(meminfo)
+    started = time.monotonic()
+    sync()
+    return {"dirty_mb_at_start": dirty, "sync_s": round(time.monotonic() - started, 1)}
 
 
 def busy_sampler(stat: Path = PROC_STAT) -> Callable[[float], float]:

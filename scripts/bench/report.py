@@ -210,13 +210,27 @@ def _quiet_line(result: dict[str, Any]) -> list[str]:
         return []
     waits = sorted(r["settle_s"] for r in runs)
     capped = sum(1 for r in runs if not r["quiet_at_start"])
-    return [
+    line = (
         f"Each run started on a quiet machine: CPU busy (I/O wait included) under "
         f"{policy['busy_below']:.0%} for {policy['samples']} s in a row, waiting at most "
         f"{policy['max_wait_s']:.0f} s; waits {waits[0]:.0f}-{waits[-1]:.0f} s (median "
-        f"{waits[len(waits) // 2]:.0f} s), {capped} of {len(runs)} runs started at the cap.",
-        "",
-    ]
+        f"{waits[len(waits) // 2]:.0f} s), {capped} of {len(runs)} runs started at the cap."
+    )
+    synced = [r for r in runs if "sync_s" in r]
+    if synced:
+        dirty = max(r["dirty_mb_at_start"] for r in synced)
+        line += (
+            f" Dirty pages were written first (sync): at most {dirty:,} MB, "
+            f"the longest sync {max(r['sync_s'] for r in synced):.1f} s."
+        )
+    warm = result.get("warmups") or []
+    if warm:
+        line += (
+            f" An uncounted warm-up round ran first ({len(warm)} runs: "
+            + ", ".join(f"{r['workload']} {r['contender']}: {run_line(r)}" for r in warm)
+            + ")."
+        )
+    return [line, ""]
 
 
 def _versions(v: dict[str, Any]) -> str:

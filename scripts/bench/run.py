@@ -62,6 +62,7 @@ class Bench:
         self.runs: list[dict[str, Any]] = []
         self.ceilings: list[dict[str, Any]] = []
         self.preloads: list[dict[str, Any]] = []
+        self.warmups: list[dict[str, Any]] = []  # the uncounted round (Plan.warmup)
         self._seq = 0
         self._clusters_up = False
         # Schema registries, when a contender mirrors schemas (scripts/bench/registries.py).
@@ -191,13 +192,10 @@ class Bench:
         return res
 
     def _settle(self) -> dict[str, Any]:
-        """Wait for a quiet machine (quiet.py); what the run started on."""
+        """Flush the disk, then wait for a quiet machine (quiet.py); what the run started on."""
+        flushed = quiet.flush_disk()
         started = quiet.wait_quiet(self.plan.quiet)
-        return {
-            **started,
-            "dirty_mb_at_start": quiet.dirty_mb(),
-            "load_avg_start": os.getloadavg()[0],
-        }
+        return {**flushed, **started, "load_avg_start": os.getloadavg()[0]}
 
     def _warm(self, w: Workload) -> dict[str, Any]:
         """The source backlog w's run reads, into the page cache (quiet.py)."""
@@ -271,6 +269,7 @@ class Bench:
             p.line(f"schema registries up: {meta['registries']}")
         for w in plan.workloads:
             self._preload(w)
+        self._warm_up()
         for rep in range(1, plan.reps + 1):
             for w in plan.workloads:
                 items: list[tuple[str, Any]] = [("contender", c) for c in plan.contenders_for(w)]
@@ -297,15 +296,35 @@ class Bench:
         result = {
             "meta": meta,
             "preloads": self.preloads,
+            "warmups": self.warmups,
             "runs": self.runs,
             "ceilings": self.ceilings,
         }
         result["summary"] = report.summarize(result)
         return result
 
-    def _one_contender(self, w: Workload | None, c: Contender, rep: int) -> None:
+    def _warm_up(self) -> None:
+        """The uncounted round: the first workload's drain and the phases, once per kind of
+        contender (Plan.warmup_contenders), recorded under "warmups", in no median. In session
+        21's two runs the first repetition after the preloads was slow for every contender
+        (100 B: 633,296 and 732,869 records/s against 1.8 M in the next two; the phases' p99
+        twice the later ones), with a warm backlog on a quiet CPU; whichever contender drew the
+        first places lost."""
+        picks = self.plan.warmup_contenders()
+        ph = self.plan.phases
+        for c in picks:
+            if self.plan.workloads:
+                self._one_contender(self.plan.workloads[0], c, 0, self.warmups)
+            if ph is not None and ph.host is None and ph.runs(c.name) and not c.schema_id_mode:
+                self._one_contender(None, c, 0, self.warmups)
+
+    def _one_contender(
+        self, w: Workload | None, c: Contender, rep: int, into: list[dict[str, Any]] | None = None
+    ) -> None:
+        """One run into self.runs (or `into`); rep 0 is the warm-up round."""
         p = self.progress
-        tag = f"{w.name if w else 'phases'} {c.name} rep {rep}/{self.plan.reps}"
+        of = f"rep {rep}/{self.plan.reps}" if rep else "warm-up"
+        tag = f"{w.name if w else 'phases'} {c.name} {of}"
         p.line(f"{tag}: start")
         try:
             r = self.contender_run(w, c, rep)
@@ -314,7 +333,7 @@ class Bench:
             r["verified"] = False
             r["error"] = f"{type(exc).__name__}: {exc}"
             r["traceback"] = traceback.format_exc()
-        self.runs.append(r)
+        (self.runs if into is None else into).append(r)
         p.line(f"{tag}: {report.run_line(r)}")
 
     def _one_ceiling(self, w: Workload, kind: str, rep: int) -> None:
@@ -441,6 +460,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--sustained-steps", type=int, help="at most this many steps per search")
     ap.add_argument("--no-phases", action="store_true", help="no latency or sustained phase")
     ap.add_argument(
+        "--no-warmup",
+        action="store_true",
+        help="no uncounted warm-up round before the repetitions (full runs have one)",
+    )
+    ap.add_argument(
         "--settle-max-s",
         type=float,
         help="wait at most this long for a quiet machine before each run (full 90, smoke 0)",
@@ -503,7 +527,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     md_path.write_text(report.markdown(result))
     png_path = base.with_suffix(".png")
     report.chart(result, png_path)
-    failed = [r for r in result["runs"] + result["ceilings"] if not r.get("verified")]
+    # A warm-up run that copied wrong is a failed copy too, though in no median.
+    failed = [
+        r for r in result["warmups"] + result["runs"] + result["ceilings"] if not r.get("verified")
+    ]
     progress.line(f"done in {result['meta']['duration_s']:.0f} s: {json_path}")
     sys.stdout.write(report.markdown(result))
     if failed:

@@ -122,7 +122,7 @@ def _args(**kw: object) -> argparse.Namespace:
             "settle_max_s",
         )
     )
-    base.update(mode="full", no_phases=False)
+    base.update(mode="full", no_phases=False, no_warmup=False)
     base.update(kw)
     return argparse.Namespace(**base)
 
@@ -228,6 +228,28 @@ def test_warming_reads_every_segment_of_the_topic_and_no_other(tmp_path: Path) -
         quiet.warm_backlog(tmp_path, "nope")
 
 
+def test_a_run_starts_with_the_dirty_pages_written(tmp_path: Path) -> None:
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("Dirty:  4096 kB\nWriteback: 1024 kB\n")
+    synced: list[bool] = []
+    got = quiet.flush_disk(lambda: synced.append(True), meminfo)
+    assert synced == [True]  # one sync, and what was dirty before it
+    assert got["dirty_mb_at_start"] == 5 and got["sync_s"] >= 0
+    # The bench's brokers delete a dropped copy's files at once (not a minute into the next run).
+    assert run.clusters.BROKER_SETTINGS == {"log.segment.delete.delay.ms": "0"}
+
+
+def test_full_runs_warm_up_each_kind_of_contender_once_and_smoke_runs_do_not() -> None:
+    full = plan.make_plan(_args())
+    assert full.warmup
+    # The first plain contender of each kind: not an exactly-once or schema-translating one.
+    assert [c.name for c in full.warmup_contenders()] == ["kmirror-1", "mm2-1"]
+    assert plan.make_plan(_args(no_warmup=True)).warmup_contenders() == []
+    assert plan.make_plan(_args(mode="smoke")).warmup_contenders() == []
+    only_eos = plan.make_plan(_args(only="kmirror-1-eos,mm2-2"))
+    assert [c.name for c in only_eos.warmup_contenders()] == ["mm2-2"]
+
+
 def test_full_runs_wait_for_quiet_and_smoke_runs_do_not() -> None:
     assert plan.make_plan(_args()).quiet.max_wait_s == 90.0
     smoke = plan.make_plan(_args(mode="smoke"))
@@ -239,6 +261,11 @@ def test_full_runs_wait_for_quiet_and_smoke_runs_do_not() -> None:
     line = report._quiet_line({"meta": meta, "runs": runs, "ceilings": []})
     assert "under 20% for 3 s" in line[0] and "waits 3-90 s (median 12 s)" in line[0]
     assert "1 of 3 runs started at the cap" in line[0]
+    synced = [dict(r, sync_s=0.5 + i, dirty_mb_at_start=100 * i) for i, r in enumerate(runs)]
+    warm = [{"workload": "100B", "contender": "mm2-1", "verified": False, "error": "boom"}]
+    line = report._quiet_line({"meta": meta, "runs": synced, "ceilings": [], "warmups": warm})
+    assert "at most 200 MB, the longest sync 2.5 s" in line[0]
+    assert "warm-up round ran first (1 runs: 100B mm2-1: FAILED: boom)" in line[0]
     meta = {"plan": {"quiet": run.dataclasses.asdict(smoke.quiet)}}
     assert report._quiet_line({"meta": meta, "runs": runs, "ceilings": []}) == []
 
