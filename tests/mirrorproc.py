@@ -159,7 +159,12 @@ class MirrorProcess(ProcessGroup):
     def __enter__(self) -> MirrorProcess:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is not None:
+            # The log lives under pytest's tmp_path, which later sessions rotate away (one
+            # failure under load in session 21 lost it): a failed test keeps its last lines
+            # in the captured output pytest reports.
+            print(f"--- last lines of {self.log_path} ---\n{self.log_tail(80)}")
         if self.running():
             self.kill()
 
