@@ -13,7 +13,15 @@ A step passes when p99 < LIMIT_MS, the producers reached 95 % of the rate, and n
 the source. The search doubles the rate from `start` while steps pass, then bisects between the
 last pass and the first failure until they are within PRECISION; before each step it waits until
 the target has caught up (a mirror that never does ends the search). The result is the highest
-rate that passed, and whether the producers (not the mirror) set the bound.
+rate the mirror held, and whether the producers (not the mirror) set the bound.
+
+A step whose producers fell short of its rate ends the search (nothing faster can be produced),
+and when the mirror held p99 < LIMIT_MS at what they did produce, that rate counts as held
+(since session 22). Before, such a step counted as a failure and the result was the step
+below it, half the rate: in seven of kmirror's searches in the runs published from 28 to 29
+November the producers reached 52,244-74,648 records/s of a 64,000 or 128,000 step and the
+mirror kept p99 at 192-903 ms, and the search reported 32,000 or 64,000. MirrorMaker 2's
+searches never reached that bound.
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ class Step:
     p99_ms: float = math.inf
     max_ms: float = math.inf
     passed: bool = False
+    held: bool = False  # no error and p99 under the limit, at the rate produced (`achieved`)
     producer_bound: bool = False
     error: str = ""
     loaders: list[dict[str, Any]] = field(default_factory=list)
@@ -143,6 +152,8 @@ class Sustained:
                 break
             if step.passed:
                 best = max(best or 0.0, rate)
+            elif step.producer_bound and step.held:
+                best = max(best or 0.0, step.achieved)  # the mirror held what was produced
             else:
                 worst = min(worst or math.inf, rate)
             if step.producer_bound:
@@ -214,7 +225,8 @@ class Sustained:
         elif errors:
             step.error = f"the producers lost {errors} records"
         step.producer_bound = step.achieved < PRODUCED_SHARE * rate
-        step.passed = not step.error and not step.producer_bound and step.p99_ms < LIMIT_MS
+        step.held = not step.error and step.p99_ms < LIMIT_MS
+        step.passed = step.held and not step.producer_bound
         return step
 
     def _start_loaders(self, rate: float) -> list[subprocess.Popen[str]]:

@@ -55,6 +55,45 @@ def test_latency_counts_every_partition_and_nothing_before_the_start() -> None:
     assert {v for v, _ in pairs} == {0.0}
 
 
+class _Search(sustained.Sustained):
+    """The search over scripted steps: rate -> (records/s the producers reached, p99 ms)."""
+
+    def __init__(self, script: dict[float, tuple[float, float]]) -> None:
+        super().__init__("s", "t", "x", 1, plan.Shape(100), Path("."), 1.0, lambda: True)
+        self.script = script
+
+    def _caught_up(self) -> bool:
+        return True
+
+    def step(self, rate: float) -> sustained.Step:
+        achieved, p99 = self.script[rate]
+        step = sustained.Step(rate, achieved=achieved, p99_ms=p99)
+        step.producer_bound = achieved < sustained.PRODUCED_SHARE * rate
+        step.held = p99 < sustained.LIMIT_MS
+        step.passed = step.held and not step.producer_bound
+        return step
+
+
+def test_the_search_counts_a_rate_the_mirror_held_when_the_producers_fell_short() -> None:
+    # Session 22, run A, kmirror repetition 1: the producers reached 54,556 of 64,000/s and
+    # the mirror kept p99 at 902 ms - held, not the 32,000 below it.
+    held = _Search(
+        {8000: (8000, 158), 16000: (16000, 474), 32000: (32000, 231), 64000: (54556, 902)}
+    ).search(8000, 9)
+    assert held["rate_rps"] == 54556 and held["bound"] == "producers"
+    assert held["failed_at_rps"] is None and len(held["steps"]) == 4
+    # Short of the rate and over the limit: a failure at that step, the pass below stands.
+    over = _Search({8000: (8000, 100), 16000: (16000, 200), 32000: (25000, 1800)}).search(8000, 9)
+    assert over["rate_rps"] == 16000 and over["failed_at_rps"] == 32000
+    # The mirror's own limit: bisect between the last pass and the first failure.
+    script = {8000.0: (8000.0, 100.0), 16000.0: (16000.0, 300.0), 32000.0: (32000.0, 1500.0)}
+    script[math.sqrt(16000 * 32000)] = (22627.0, 1200.0)
+    script[math.sqrt(16000 * math.sqrt(16000 * 32000))] = (19027.0, 700.0)
+    mirror = _Search(script).search(8000, 9)
+    assert round(mirror["rate_rps"]) == 19027 and mirror["bound"] == "mirror"
+    assert round(mirror["failed_at_rps"]) == 22627
+
+
 def test_weighted_percentile_of_nothing_is_nan() -> None:
     assert math.isnan(sustained.weighted_percentile([], 99))
 
