@@ -51,7 +51,7 @@ lint: venv ## ruff lint + format check, hadolint on the Containerfiles (any find
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/hadolint Dockerfile scripts/k8s/pause/Containerfile
 
-typecheck: venv ## mypy --strict on both packages
+typecheck: venv ## mypy --strict on both packages and scripts/
 	$(VENV)/bin/mypy
 
 # Everything but the long tier (make test-faults: the full fault suite and the other minute-long

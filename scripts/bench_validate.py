@@ -72,7 +72,7 @@ def produce_side(bootstrap: str, topic: str, records: int, partitions: int, size
 
 
 def create(bootstrap: str, topic: str, partitions: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from kmirror.kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     fut = admin.create_topics([NewTopic(topic, partitions, 1, config={"retention.ms": "-1"})])

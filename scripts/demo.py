@@ -16,10 +16,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from kmirror.kafka.admin import AdminClient, NewTopic
 from kmirror.logsetup import configure
 from scripts import kafkalocal
 from scripts.kmirrorproc import KMIRROR, ProcessGroup, mm1_args
@@ -31,7 +32,7 @@ SOURCE, TARGET = "demo-source", "demo-target"
 PORTS = {SOURCE: 19492, TARGET: 29492}
 # The demo's own clients log like kmirror's: warnings only, a fresh cluster's start-up
 # retries left out (kmirror.logsetup).
-CLIENT_LOG = {"logger": logging.getLogger("kmirror.librdkafka")}
+CLIENT_LOG: dict[str, Any] = {"logger": logging.getLogger("kmirror.librdkafka")}
 # A partition the mirror has just created on the target, before it has a leader.
 NOT_READY = (
     KafkaError.NOT_LEADER_FOR_PARTITION,

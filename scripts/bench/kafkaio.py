@@ -8,11 +8,8 @@ import time
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
-    AdminClient,
-    NewTopic,
-    OffsetSpec,
-)
+
+from kmirror.kafka.admin import AdminClient, NewTopic, latest
 
 _QUIET = logging.getLogger("bench.admin.librdkafka")
 _QUIET.addHandler(logging.NullHandler())
@@ -57,7 +54,7 @@ def end_offsets(bootstrap: str, topic: str, partitions: int, timeout: float = 30
     """High watermark of partitions 0..partitions-1 (one ListOffsets request; retried while a
     new topic's leaders settle)."""
     deadline = time.monotonic() + timeout
-    req = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
+    req = {TopicPartition(topic, p): latest() for p in range(partitions)}
     while True:
         futs = admin(bootstrap).list_offsets(req, request_timeout=10)
         out = [0] * partitions

@@ -138,6 +138,18 @@ def _put_varint(out: bytearray, v: int) -> None:
     out.append(z)
 
 
+def _translated(rest: memoryview, ids: kmirror_batches.IdMap) -> bytes:
+    """A record's key and value (and headers): the value's schema ID translated."""
+    key_len, q = _varint(rest, 0)
+    q += max(key_len, 0)
+    value_len, q = _varint(rest, q)
+    if value_len >= 5 and rest[q] == 0:
+        target = ids.get(int.from_bytes(rest[q + 1 : q + 5], "big"))
+        if target is not None:
+            return bytes(rest[: q + 1]) + target.to_bytes(4, "big") + bytes(rest[q + 5 :])
+    return bytes(rest)
+
+
 def python(run: Sequence[memoryview], codec: int, ids: kmirror_batches.IdMap | None) -> bytes:
     """The merge as a Python loop: what a pure-Python fallback would cost."""
     body = bytearray()
@@ -145,9 +157,9 @@ def python(run: Sequence[memoryview], codec: int, ids: kmirror_batches.IdMap | N
     for view in run:
         (_, _, _, _, _, _, _, first_ts, _, _, _, _, count) = HEADER.unpack_from(view)
         base_ts = first_ts if base_ts is None else base_ts
-        section: memoryview | bytes = view[61:]
+        section = view[61:]
         if codec == LZ4:
-            section = bytes(cramjam.lz4.decompress(section))
+            section = memoryview(bytes(cramjam.lz4.decompress(section)))
         pos = 0
         for _ in range(count):
             length, start = _varint(section, pos)
@@ -159,15 +171,7 @@ def python(run: Sequence[memoryview], codec: int, ids: kmirror_batches.IdMap | N
             rec = bytearray()
             _put_varint(rec, ts - base_ts)
             _put_varint(rec, index)
-            rest = bytearray(section[p:end]) if ids is not None else section[p:end]
-            if ids is not None:
-                key_len, q = _varint(rest, 0)
-                q += max(key_len, 0)
-                value_len, q = _varint(rest, q)
-                if value_len >= 5 and rest[q] == 0:
-                    target = ids.get(int.from_bytes(rest[q + 1 : q + 5], "big"))
-                    if target is not None:
-                        rest[q + 1 : q + 5] = target.to_bytes(4, "big")
+            rest = section[p:end] if ids is None else _translated(section[p:end], ids)
             _put_varint(body, 1 + len(rec) + len(rest))
             body.append(section[start])
             body += rec
