@@ -275,7 +275,9 @@ def test_a_run_starts_with_the_dirty_pages_written(tmp_path: Path) -> None:
     assert synced == [True]  # one sync, and what was dirty before it
     assert got["dirty_mb_at_start"] == 5 and got["sync_s"] >= 0
     # The bench's brokers delete a dropped copy's files at once (not a minute into the next run).
-    assert run.clusters.BROKER_SETTINGS == {"log.segment.delete.delay.ms": "0"}
+    assert run.clusters.BROKER_SETTINGS["log.segment.delete.delay.ms"] == "0"
+    # and a new group's streams join its first generation together (Kafka's default delay).
+    assert run.clusters.BROKER_SETTINGS["group.initial.rebalance.delay.ms"] == "3000"
 
 
 def test_full_runs_warm_up_each_kind_of_contender_once_and_smoke_runs_do_not() -> None:
