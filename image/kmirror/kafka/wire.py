@@ -25,11 +25,20 @@ from kmirror.kafka import receive
 log = logging.getLogger(__name__)
 
 
+# kafka-python warns when one step of its event loop takes over 0.1 s, for an application
+# whose other pollers would starve. Here one thread drives the loop and a step is the decoding
+# of a whole fetch response (wall time: waiting for a core included): 0.1-0.4 s for megabytes of
+# small batches (`mixed` on a busy 2-core machine), a dozen "blocking the event loop -- likely a
+# tight sync loop" warnings a second through a catch-up, about nothing. Seconds still mean a
+# stuck loop.
+SLOW_STEP_S = 5.0
+
+
 def selector() -> Any:
     """The event loop both clusters' connections share (kafka-python's receive path without
     its extra copies first: kmirror.kafka.receive)."""
     receive.install()
-    return NetworkSelector()
+    return NetworkSelector(slow_task_threshold_secs=SLOW_STEP_S)
 
 
 class _Manager(KafkaConnectionManager):  # type: ignore[misc]
