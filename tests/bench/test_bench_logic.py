@@ -76,15 +76,35 @@ class _Search(sustained.Sustained):
 
 def test_the_search_counts_a_rate_the_mirror_held_when_the_producers_fell_short() -> None:
     # Session 22, run A, kmirror repetition 1: the producers reached 54,556 of 64,000/s and
-    # the mirror kept p99 at 902 ms - held, not the 32,000 below it.
+    # the mirror kept p99 at 902 ms - held (not the 32,000 below it); the search doubles on,
+    # and ends when the producers give no more than that.
     held = _Search(
-        {8000: (8000, 158), 16000: (16000, 474), 32000: (32000, 231), 64000: (54556, 902)}
+        {
+            8000: (8000, 158),
+            16000: (16000, 474),
+            32000: (32000, 231),
+            64000: (54556, 902),
+            128000: (52000, 400),
+        }
     ).search(8000, 9)
     assert held["rate_rps"] == 54556 and held["bound"] == "producers"
-    assert held["failed_at_rps"] is None and len(held["steps"]) == 4
-    # Short of the rate and over the limit: a failure at that step, the pass below stands.
-    over = _Search({8000: (8000, 100), 16000: (16000, 200), 32000: (25000, 1800)}).search(8000, 9)
-    assert over["rate_rps"] == 16000 and over["failed_at_rps"] == 32000
+    assert held["failed_at_rps"] is None and len(held["steps"]) == 5
+    # Run C, repetition 1: 30,004 of a 32,000 step held; the next step reaching 58,000 holds too.
+    more = _Search(
+        {8000: (8000, 193), 16000: (16000, 212), 32000: (30004, 420), 64000: (58000, 908)}
+    ).search(8000, 4)
+    assert more["rate_rps"] == 58000 and more["bound"] == "steps"
+    # Run C, repetition 2: 53,393 of a 64,000 step and p99 1,404 ms - failed at 53,393, and the
+    # search bisects below it (it ended there before, at 32,000).
+    script = {8000.0: (8000.0, 205.0), 16000.0: (16000.0, 327.0), 32000.0: (31597.0, 628.0)}
+    script[64000.0] = (53393.0, 1404.0)
+    between = math.sqrt(32000 * 53393)
+    script[between] = (between, 700.0)
+    script[math.sqrt(between * 53393)] = (46970.0, 1100.0)
+    failed = _Search(script).search(8000, 9)
+    assert round(failed["rate_rps"]) == 41335 and round(failed["failed_at_rps"]) == 46979
+    assert [round(s["rate"]) for s in failed["steps"]][3:] == [64000, 41335, 46979]
+    assert failed["bound"] == "mirror"
     # The mirror's own limit: bisect between the last pass and the first failure.
     script = {8000.0: (8000.0, 100.0), 16000.0: (16000.0, 300.0), 32000.0: (32000.0, 1500.0)}
     script[math.sqrt(16000 * 32000)] = (22627.0, 1200.0)
