@@ -20,8 +20,9 @@ a workload read its backlog from disk, the next ones from memory. So each drain 
 source topic's log files (the bench's own cluster: the files are on this machine), as a backlog
 just produced would be: about 10 s for a backlog that left the cache, under a second otherwise.
 The next run's first drains of repetitions 2 and 3 then ran at full speed; those of repetition
-1, right after the preloads, did not (why is open: the dirty pages the preloads left, recorded
-per run as `dirty_mb_at_start`, are the candidate).
+1, right after the preloads, did not. Not the dirty pages the preloads left: session 22
+measured 0-4 MB before every drain (`dirty_mb_at_start`); the uncounted warm-up round
+(run.py) takes that slow start instead, in full in one run and in part in the other.
 
 The disk: each run also starts with nothing left to write (`flush_disk`: one sync(2), how long
 it took and how much was dirty before it, in the JSON), so the kernel's write-back of the

@@ -138,16 +138,18 @@ def _put_varint(out: bytearray, v: int) -> None:
     out.append(z)
 
 
-def _translated(rest: memoryview, ids: kmirror_batches.IdMap) -> bytes:
-    """A record's key and value (and headers): the value's schema ID translated."""
+def _translated(rest: memoryview, ids: kmirror_batches.IdMap) -> bytearray:
+    """A record's key and value (and headers) copied once, the value's schema ID translated in
+    place (the one copy the loop made before it was typed)."""
+    out = bytearray(rest)
     key_len, q = _varint(rest, 0)
     q += max(key_len, 0)
     value_len, q = _varint(rest, q)
-    if value_len >= 5 and rest[q] == 0:
-        target = ids.get(int.from_bytes(rest[q + 1 : q + 5], "big"))
+    if value_len >= 5 and out[q] == 0:
+        target = ids.get(int.from_bytes(out[q + 1 : q + 5], "big"))
         if target is not None:
-            return bytes(rest[: q + 1]) + target.to_bytes(4, "big") + bytes(rest[q + 5 :])
-    return bytes(rest)
+            out[q + 1 : q + 5] = target.to_bytes(4, "big")
+    return out
 
 
 def python(run: Sequence[memoryview], codec: int, ids: kmirror_batches.IdMap | None) -> bytes:
