@@ -1,11 +1,15 @@
 """kafka-python's receive path with kmirror's two copies fewer (kmirror.kafka.receive) decodes a
-fetch response to the same records, byte for byte, whatever chunks the socket hands over."""
+fetch response to the same records, byte for byte, whatever chunks the socket hands over; its
+socket read hands on everything waiting, byte for byte, and the errors kafka-python expects."""
 
 from __future__ import annotations
 
 import random
+import socket
 
+import kafka.errors as kerrors
 import pytest
+from kafka.net.transport import KafkaSSLTransport, KafkaTCPTransport
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.frame import KafkaBytes
 from kafka.protocol.parser import KafkaProtocol
@@ -96,3 +100,56 @@ def test_install_is_idempotent_and_the_batch_paths_event_loop_installs_it() -> N
     selector().close()
     assert KafkaProtocol.receive_bytes is wrapped
     assert KafkaBytes.read is receive._read
+
+
+class _Transport:
+    """What ``_recv`` uses of kafka-python's transport: the socket."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+
+
+@pytest.mark.parametrize("size", [0, 1, 4096, 1 << 20, 3 * (1 << 20) + 17])
+def test_the_socket_is_read_whole_in_large_pieces_byte_for_byte(size: int) -> None:
+    """Everything waiting on the socket comes back in one call, the same bytes in order,
+    however many times the 1 MiB buffer fills (kafka-python read it 4 KB per call)."""
+    rng = random.Random(size)
+    data = rng.randbytes(size)
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    try:
+        theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        transport = _Transport(ours)
+        got = b""
+        sent = 0
+        while sent < size or len(got) < size:
+            if sent < size:
+                sent += theirs.send(data[sent : sent + (1 << 20)])
+            chunk, err = receive._recv(transport)
+            assert err is None and type(chunk) is bytes
+            got += chunk
+        assert got == data
+        assert receive._recv(transport) == (b"", None)  # nothing waiting: no error
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def test_a_closed_peer_is_the_error_kafka_python_expects() -> None:
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    theirs.sendall(b"last words")
+    theirs.close()
+    try:
+        chunk, err = receive._recv(_Transport(ours))
+        assert chunk == b"last words"  # what came before the close is handed on
+        assert isinstance(err, kerrors.KafkaConnectionError)
+    finally:
+        ours.close()
+
+
+def test_both_transports_read_through_recv() -> None:
+    receive.install()
+    assert KafkaTCPTransport._sock_recv is receive._recv
+    assert KafkaSSLTransport._sock_recv is receive._recv

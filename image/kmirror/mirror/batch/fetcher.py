@@ -1,8 +1,9 @@
 """Raw record batches from the source partitions' leaders (Fetch v12, read_committed).
 
-One fetch in flight per source leader. The fetcher owns each partition's fetch position; it
-moves only past complete batches it hands out. A response for a position that changed while
-it was in flight (revoke, rewind) is dropped by its generation number.
+One fetch in flight per source leader, two while it has records waiting (``groups``). The
+fetcher owns each partition's fetch position; it moves only past complete batches it hands out.
+A response for a position that changed while it was in flight (revoke, rewind) is dropped by its
+generation number.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 FETCH_VERSION = 12  # topic names (v13+ wants topic ids); raw batches; aborted transactions
 READ_COMMITTED = 1
 RETRY_BACKOFF_S = 0.1
+PER_LEADER = 2  # fetches in flight per source leader at most (groups())
 # Partition errors that mean "ask again, maybe elsewhere": the leader moved, its epoch is
 # newer or older than ours, the broker is busy loading, or a replica is not there yet.
 RETRIABLE = {3, 5, 6, 9, 13, 56, 74, 75, 78, 100}
@@ -41,6 +43,42 @@ class Position:
     generation: int = 0
     retry_at: float = 0.0
     high_watermark: int = -1  # the source's end, as the last fetch response said
+    # Its last stable offset, as the last response said: what read_committed can read up to.
+    last_stable: int = -1
+
+
+@dataclass
+class InFlight:
+    future: Future
+    sent: dict[SourcePartition, int]  # the partitions asked for, at their generations
+    parks: bool  # none of them had records waiting: the broker may hold it max_wait_ms
+
+
+def groups(
+    keys: list[SourcePartition],
+    waiting: Callable[[SourcePartition], bool],
+    in_flight: list[bool],
+) -> list[list[SourcePartition]]:
+    """The fetches to send a leader now for `keys` (partitions with room, none in flight),
+    given its fetches in flight (``InFlight.parks`` of each).
+
+    The broker answers one connection's requests in order, so a second fetch is read while
+    the copier handles the first one's response: the source's reading and our copying
+    overlap, which a `mixed` catch-up on one stream measured as 16 % faster (session 23). That
+    helps only while records wait: a fetch with nothing to read parks up to max_wait_ms on the
+    broker, and any fetch queued behind it on the connection waits as long (a tail record
+    would be delayed by up to 100 ms). So a second fetch goes only where neither it nor the
+    one in flight can park; a leader with nothing in flight gets its waiting partitions in
+    two halves when there are two or more (the others ride with the first half)."""
+    if not keys or len(in_flight) >= PER_LEADER:
+        return []
+    ready = [k for k in keys if waiting(k)]
+    if in_flight:
+        return [keys] if ready and not any(in_flight) else []
+    if len(ready) < 2:
+        return [keys]
+    idle = [k for k in keys if not waiting(k)]
+    return [ready[0::2] + idle, ready[1::2]]
 
 
 @dataclass
@@ -69,7 +107,7 @@ class Fetcher:
         self._max_bytes = max_bytes
         self._partition_max_bytes = partition_max_bytes
         self._positions: dict[SourcePartition, Position] = {}
-        self._in_flight: dict[int, tuple[Future, dict[SourcePartition, int]]] = {}
+        self._in_flight: dict[tuple[int, int], InFlight] = {}  # (leader node, slot) ->
         self._generation = 0
 
     # -- positions ------------------------------------------------------------------------------
@@ -102,9 +140,10 @@ class Fetcher:
     # -- requests -------------------------------------------------------------------------------
 
     def send(self, ready: Callable[[SourcePartition], bool]) -> None:
-        """One fetch to every leader that has none in flight, for the partitions with room."""
+        """Fetch from every leader the partitions with room that are not being fetched: one
+        request, or two while the leader has records waiting (``groups``)."""
         now = time.monotonic()
-        busy = {k for _, sent in self._in_flight.values() for k in sent}
+        busy = {k for fetch in self._in_flight.values() for k in fetch.sent}
         by_node: dict[int, list[SourcePartition]] = {}
         for key, pos in self._positions.items():
             if pos.retry_at > now or key in busy or not ready(key):
@@ -113,13 +152,22 @@ class Fetcher:
             if node is None:
                 self._link.refresh()
                 continue
-            if node not in self._in_flight:
-                by_node.setdefault(node, []).append(key)
+            by_node.setdefault(node, []).append(key)
         for node, keys in by_node.items():
-            self._in_flight[node] = (
-                self._link.send(node, self._request(keys)),
-                {k: self._positions[k].generation for k in keys},
-            )
+            slots = [s for s in range(PER_LEADER) if (node, s) not in self._in_flight]
+            parked = [f.parks for (n, _), f in self._in_flight.items() if n == node]
+            for slot, group in zip(slots, groups(keys, self._waiting, parked), strict=False):
+                self._in_flight[(node, slot)] = InFlight(
+                    self._link.send(node, self._request(group)),
+                    {k: self._positions[k].generation for k in group},
+                    parks=not any(self._waiting(k) for k in group),
+                )
+
+    def _waiting(self, key: SourcePartition) -> bool:
+        """Did the last response say the partition has committed records past our position?
+        A fetch that asks for such a partition is answered at once."""
+        pos = self._positions[key]
+        return pos.last_stable > pos.offset
 
     def _request(self, keys: list[SourcePartition]) -> Any:
         topics: dict[str, list[Any]] = {}
@@ -154,10 +202,11 @@ class Fetcher:
         """What the completed fetches brought. Raises SourceTrimmedError when a position no
         longer exists on the source, ClusterError when the source refuses us."""
         out: list[Fetched] = []
-        for node, (future, sent) in list(self._in_flight.items()):
+        for (node, slot), fetch in list(self._in_flight.items()):
+            future, sent = fetch.future, fetch.sent
             if not future.is_done:
                 continue
-            del self._in_flight[node]
+            del self._in_flight[(node, slot)]
             if future.failed():
                 log.warning("fetch from source node %s failed: %s", node, future.exception)
                 self._retry(list(sent))
@@ -191,6 +240,7 @@ class Fetcher:
             self._retry([key])
             return None
         pos.high_watermark = max(pos.high_watermark, int(part.high_watermark))
+        pos.last_stable = int(part.last_stable_offset)
         batches, cut = split(part.records or b"")
         batches = [b for b in batches if b.next_offset > pos.offset]
         if not batches:
