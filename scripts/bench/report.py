@@ -281,7 +281,8 @@ def chart(result: dict[str, Any], path: Path) -> None:
     ax = axes[0][0]
     bars(ax, "rate_rps", "Drain throughput (median)", "records/s")
     ax.set_yscale("log")
-    ax.legend(fontsize=7, loc="upper center", ncol=2)
+    if names:  # a phases-only run (--workloads none) drew no bars: no legend to draw
+        ax.legend(fontsize=7, loc="upper center", ncol=2)
     bars(axes[0][1], "cpu_s_per_m", "CPU seconds per million records (process tree)", "CPU s")
     phases = summ.get("phases", {})
     lat = [(n, s) for n, s in phases.items() if "latency_p50_ms" in s]
