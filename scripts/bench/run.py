@@ -199,7 +199,12 @@ class Bench:
 
     def _warm(self, w: Workload) -> dict[str, Any]:
         """The source backlog w's run reads, into the page cache (quiet.py)."""
-        return quiet.warm_backlog(kafkalocal.files(self.plan.source[0])["data"], w.topic)
+        return quiet.warm_backlog(self.source_data(), w.topic)
+
+    def source_data(self) -> Path:
+        """The source broker's data directory (a bench with another source layout says its
+        own)."""
+        return kafkalocal.files(self.plan.source[0])["data"]
 
     def _drain(
         self, w: Workload, c: Contender, tree: procs.Tree, res: dict[str, Any], group: str

@@ -74,6 +74,10 @@ class WanBench(Bench):
         self.proxy = Toxiproxy(f"http://127.0.0.1:{self.quorum.api_port}")
         self.proxy_name = self.quorum.node_name(1)
 
+    def source_data(self) -> Path:
+        """The one source broker's: the quorum keeps each node's files under its own name."""
+        return kafkalocal.files(self.quorum.node_name(1))["data"]
+
     def clusters_up(self) -> dict[str, Any]:
         self._down_leftovers()
         self._clusters_up = True
