@@ -15,6 +15,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kmirror.app.allocator import settle_allocator
 from kmirror.app.channel import Orders, Report, latest
 from kmirror.app.lifeline import (
     ParentWatch,
@@ -96,6 +97,7 @@ def stream_main(
         config, metrics, stop, stream_id, plan.copier, on_tick=publish, tuning=tuning, gate=gate
     )
     code = 0
+    settle_allocator()
     settle_garbage_collector()
     try:
         stream.run()

@@ -4,8 +4,11 @@ socket read hands on everything waiting, byte for byte, and the errors kafka-pyt
 
 from __future__ import annotations
 
+import contextlib
 import random
 import socket
+import ssl
+from pathlib import Path
 
 import kafka.errors as kerrors
 import pytest
@@ -15,6 +18,7 @@ from kafka.protocol.frame import KafkaBytes
 from kafka.protocol.parser import KafkaProtocol
 
 from kmirror.kafka import receive
+from tests.securecluster import Pki
 
 pytestmark = pytest.mark.unit
 
@@ -102,17 +106,26 @@ def test_install_is_idempotent_and_the_batch_paths_event_loop_installs_it() -> N
     assert KafkaBytes.read is receive._read
 
 
-class _Transport:
-    """What ``_recv`` uses of kafka-python's transport: the socket."""
+class _Connection:
+    """What ``_recv`` uses of kafka-python's connection (the transport's protocol)."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, parser: KafkaProtocol) -> None:
+        self.parser = parser
+
+
+class _Transport:
+    """What ``_recv`` uses of kafka-python's transport: the socket, and its connection's
+    parser when there is one."""
+
+    def __init__(self, sock: socket.socket, parser: KafkaProtocol | None = None) -> None:
         self._sock = sock
+        self._protocol = None if parser is None else _Connection(parser)
 
 
 @pytest.mark.parametrize("size", [0, 1, 4096, 1 << 20, 3 * (1 << 20) + 17])
 def test_the_socket_is_read_whole_in_large_pieces_byte_for_byte(size: int) -> None:
-    """Everything waiting on the socket comes back in one call, the same bytes in order,
-    however many times the 1 MiB buffer fills (kafka-python read it 4 KB per call)."""
+    """Everything waiting on the socket comes back, the same bytes in order, up to 1 MiB per
+    call (kafka-python read it 4 KB per call), and nothing once it is all read."""
     rng = random.Random(size)
     data = rng.randbytes(size)
     ours, theirs = socket.socketpair()
@@ -127,10 +140,78 @@ def test_the_socket_is_read_whole_in_large_pieces_byte_for_byte(size: int) -> No
             if sent < size:
                 sent += theirs.send(data[sent : sent + (1 << 20)])
             chunk, err = receive._recv(transport)
-            assert err is None and type(chunk) is bytes
-            got += chunk
+            assert err is None
+            got += chunk  # a copy: a view of the transport's buffer lives until its next read
         assert got == data
-        assert receive._recv(transport) == (b"", None)  # nothing waiting: no error
+        chunk, err = receive._recv(transport)
+        assert (bytes(chunk), err) == (b"", None)  # nothing waiting: no error
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def tls_pair(tmp_path: Path) -> tuple[ssl.SSLSocket, ssl.SSLSocket]:
+    """A connected TLS socket pair, both ends non-blocking: (ours, the broker's)."""
+    pki = Pki.create(tmp_path)
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(pki.dir / "broker.pem", pki.dir / "broker.key")
+    client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    client.load_verify_locations(pki.ca)
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    ours = client.wrap_socket(a, server_hostname="localhost", do_handshake_on_connect=False)
+    theirs = server.wrap_socket(b, server_side=True, do_handshake_on_connect=False)
+    pending = [ours, theirs]
+    while pending:
+        for end in list(pending):
+            try:
+                end.do_handshake()
+                pending.remove(end)
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                pass
+    return ours, theirs
+
+
+@pytest.mark.parametrize("piece", [1000, 70_000, 1 << 20])
+@pytest.mark.parametrize("tls", [False, True], ids=["plain", "tls"])
+def test_large_responses_are_read_straight_into_their_buffers_byte_for_byte(
+    piece: int, tls: bool, tmp_path: Path
+) -> None:
+    """Three fetch responses (two of megabytes) and a small one, written to the socket in
+    `piece`-byte writes: each decodes to its records byte for byte, in order, and nearly all of
+    the large ones' bytes went straight into the responses' buffers, not through ours (over
+    TLS too, where each call reads until the TLS layer holds nothing more)."""
+    rng = random.Random(piece)
+    protocol = KafkaProtocol(client_id="t")
+    payloads = [
+        [rng.randbytes(n) for n in (3_000_000, 0, 5)],
+        [rng.randbytes(40)],
+        [rng.randbytes(n) for n in (200_000, 1_500_000)],
+    ]
+    stream = b"".join(fetch_frame(protocol, records) for records in payloads)
+    if tls:
+        ours, theirs = tls_pair(tmp_path)
+    else:
+        ours, theirs = socket.socketpair()
+        ours.setblocking(False)
+        theirs.setblocking(False)
+    try:
+        transport = _Transport(ours, protocol)
+        decoded: list = []
+        handed = sent = 0
+        while len(decoded) < len(payloads):
+            if sent < len(stream):
+                with contextlib.suppress(BlockingIOError, ssl.SSLWantWriteError):
+                    sent += theirs.send(stream[sent : sent + piece])
+            data, err = receive._recv(transport)
+            assert err is None
+            handed += len(data)
+            decoded += protocol.receive_bytes(data)
+        assert [cid for cid, _ in decoded] == [1, 2, 3]
+        for (_, response), records in zip(decoded, payloads, strict=True):
+            assert [p.records for p in response.responses[0].partitions] == records
+        assert handed < len(stream) / 4
     finally:
         ours.close()
         theirs.close()
@@ -142,8 +223,12 @@ def test_a_closed_peer_is_the_error_kafka_python_expects() -> None:
     theirs.sendall(b"last words")
     theirs.close()
     try:
-        chunk, err = receive._recv(_Transport(ours))
-        assert chunk == b"last words"  # what came before the close is handed on
+        transport = _Transport(ours)
+        chunk, err = receive._recv(transport)
+        assert (bytes(chunk), err) == (b"last words", None)  # what came before the close
+        # The socket stays readable: kafka-python's loop calls again and meets the close.
+        chunk, err = receive._recv(transport)
+        assert bytes(chunk) == b""
         assert isinstance(err, kerrors.KafkaConnectionError)
     finally:
         ours.close()
