@@ -4,9 +4,10 @@ A stream's large buffers live for milliseconds: a fetch response (megabytes), th
 taken out of it, a merged batch, a produce request. glibc's malloc hands each allocation above
 its mmap threshold (128 KiB, raised only as far as the largest block freed so far) fresh pages
 from the kernel and gives them back on free, so every such buffer faults in its pages, zeroed,
-one by one as the copy first touches them. On a 4 MB fetch response that was 80 % of the CPU
-time of receiving it (1.8-2.4 ns per byte against 0.34-0.43 with the settings below, a
-socketpair micro-benchmark; session 24, docs/benchmarks.md).
+one by one as the copy first touches them. On 4 MB fetch responses that was three quarters of
+the CPU time of receiving them (1.95 ns per byte against 0.50 with the settings below; the same
+at 1 MB, more with them at 500 KB: ``python -m scripts.bench.receive``, docs/benchmarks.md,
+Session 24, where the whole copy gained on every workload).
 
 ``settle_allocator`` keeps blocks up to ``MMAP_THRESHOLD`` in the heap, and lets up to
 ``TRIM_THRESHOLD`` of free memory stay at its top, so the next response reuses pages that are

@@ -9,6 +9,7 @@ import random
 import socket
 import ssl
 from pathlib import Path
+from typing import Any
 
 import kafka.errors as kerrors
 import pytest
@@ -190,6 +191,8 @@ def test_large_responses_are_read_straight_into_their_buffers_byte_for_byte(
         [rng.randbytes(n) for n in (200_000, 1_500_000)],
     ]
     stream = b"".join(fetch_frame(protocol, records) for records in payloads)
+    ours: socket.socket
+    theirs: socket.socket
     if tls:
         ours, theirs = tls_pair(tmp_path)
     else:
@@ -198,7 +201,7 @@ def test_large_responses_are_read_straight_into_their_buffers_byte_for_byte(
         theirs.setblocking(False)
     try:
         transport = _Transport(ours, protocol)
-        decoded: list = []
+        decoded: list[tuple[int, Any]] = []
         handed = sent = 0
         while len(decoded) < len(payloads):
             if sent < len(stream):
